@@ -1,0 +1,29 @@
+"""jaxguide: the companion package of the jaxguide book.
+
+Small, reusable pieces the chapters call for what repeats:
+
+* :mod:`jaxguide.devices` - ``setup_devices(n)``: real accelerators or simulated CPU devices.
+* :mod:`jaxguide.timing` - ``benchmark(fn, *args)``: warm-up, ``block_until_ready``,
+  median of repeats.
+
+Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
+the device count.
+"""
+
+from jaxguide.devices import DeviceSetup, DeviceSetupError, describe_devices, setup_devices
+from jaxguide.timing import Timing, benchmark, compare, format_seconds, glue, plot_timings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DeviceSetup",
+    "DeviceSetupError",
+    "Timing",
+    "benchmark",
+    "compare",
+    "describe_devices",
+    "format_seconds",
+    "glue",
+    "plot_timings",
+    "setup_devices",
+]

@@ -1,0 +1,268 @@
+"""Honest benchmarking: the one timing helper the book uses.
+
+JAX dispatches work asynchronously and compiles on the first call, so a bare
+``time.time()`` around a call measures the wrong thing twice. :func:`benchmark`
+
+1. times the first call on its own (tracing + compilation + one run),
+2. waits for every output with ``jax.block_until_ready`` (any pytree),
+3. repeats the steady-state call and reports the median and the spread.
+
+Example:
+    >>> import jax.numpy as jnp
+    >>> from jaxguide import benchmark
+    >>> t = benchmark(jnp.sin, jnp.ones(1000), repeats=5)
+    >>> t.median_s > 0
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Timing", "benchmark", "compare", "format_seconds", "glue", "plot_timings", "table"]
+
+
+def format_seconds(seconds: float) -> str:
+    """Format a duration with a unit that keeps 3 significant digits: ``'1.23 ms'``."""
+    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool):
+        raise TypeError(f"format_seconds: expected a number of seconds, got {seconds!r}.")
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"format_seconds: expected a duration >= 0, got {seconds!r}.")
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The result of :func:`benchmark`. Times are per call, in seconds.
+
+    Attributes:
+        name: what was timed.
+        first_call_s: the first call alone: tracing, compilation (for jitted code)
+            and one run.
+        times_s: steady-state time per call, one entry per repeat.
+        number: calls averaged inside each repeat.
+    """
+
+    name: str
+    first_call_s: float
+    times_s: tuple[float, ...]
+    number: int
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def spread_s(self) -> tuple[float, float]:
+        """The interquartile range (25th and 75th percentile) of the repeats."""
+        if len(self.times_s) < 2:
+            return (self.times_s[0], self.times_s[0])
+        q = statistics.quantiles(self.times_s, n=4, method="inclusive")
+        return (q[0], q[2])
+
+    @property
+    def median(self) -> str:
+        """The median as text, e.g. ``'1.23 ms'`` (for prose and tables)."""
+        return format_seconds(self.median_s)
+
+    def __repr__(self) -> str:
+        lo, hi = self.spread_s
+        return (
+            f"{self.name}: {format_seconds(self.median_s)} per call "
+            f"(median of {len(self.times_s)}, IQR {format_seconds(lo)}–{format_seconds(hi)}), "
+            f"first call {format_seconds(self.first_call_s)}"
+        )
+
+    def glue(self, key: str | None = None) -> Timing:
+        """Glue the median (as text like ``'1.23 ms'``) for prose: ``{glue:text}`key```.
+
+        Also glues ``key + '_first'`` with the first-call time. Returns ``self``.
+        """
+        key = key or self.name
+        glue(key, self.median)
+        glue(key + "_first", format_seconds(self.first_call_s))
+        return self
+
+
+def _check_positive_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"benchmark({name}=...): expected an int >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def benchmark(
+    fn: Callable,
+    *args,
+    repeats: int = 7,
+    number: int | None = None,
+    min_repeat_s: float = 0.02,
+    name: str | None = None,
+    block: bool = True,
+    **kwargs,
+) -> Timing:
+    """Time ``fn(*args, **kwargs)`` the way JAX code must be timed.
+
+    The first call is timed alone (for a jitted function it includes compilation).
+    Then each of ``repeats`` repeats runs ``number`` calls, waiting for every output
+    with ``jax.block_until_ready``, and records the time per call.
+
+    Args:
+        fn: the function to time. Its outputs may be any pytree (JAX arrays, NumPy
+            arrays, tuples, dicts ...); all of them are waited for.
+        *args, **kwargs: passed to ``fn``.
+        repeats: number of timed repeats (the median and spread are over these).
+        number: calls per repeat. ``None`` picks it so that one repeat lasts at
+            least ``min_repeat_s`` (short functions are averaged over many calls).
+        min_repeat_s: target duration of one repeat when ``number`` is ``None``.
+        name: label for the result (default: the function's name).
+        block: wait for the outputs (the default). ``block=False`` times only the
+            dispatch, to show what asynchronous dispatch hides; never report such a
+            number as a speed.
+
+    Returns:
+        A :class:`Timing`.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> f = jax.jit(lambda x: (x * 2).sum())
+        >>> t = benchmark(f, jnp.arange(100.0), repeats=3)
+        >>> t.first_call_s > t.median_s   # the first call compiled
+        True
+    """
+    import jax
+
+    if not callable(fn):
+        raise TypeError(f"benchmark(fn, ...): fn must be callable, got {type(fn).__name__}.")
+    repeats = _check_positive_int("repeats", repeats)
+    if number is not None:
+        number = _check_positive_int("number", number)
+    if not isinstance(min_repeat_s, numbers.Real) or not min_repeat_s > 0:
+        raise ValueError(f"benchmark(min_repeat_s=...): expected a positive number, got {min_repeat_s!r}.")
+    if not isinstance(block, bool):
+        raise TypeError(f"benchmark(block=...): expected True or False, got {block!r}.")
+    label = name or getattr(fn, "__name__", None) or type(fn).__name__
+    wait = jax.block_until_ready if block else (lambda out: out)
+
+    def run_once() -> float:
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args, **kwargs))
+        return time.perf_counter() - start
+
+    first = run_once()
+    if number is None:
+        # One more (now warm) call to calibrate how many calls fill a repeat.
+        warm = run_once()
+        number = max(1, min(10_000, math.ceil(min_repeat_s / max(warm, 1e-9))))
+
+    times = []
+    out = None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            out = wait(fn(*args, **kwargs))
+        times.append((time.perf_counter() - start) / number)
+        # Unblocked dispatches must not spill their work into the next repeat.
+        jax.block_until_ready(out)
+    return Timing(label, first, tuple(times), number)
+
+
+def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1) -> str:
+    """Describe ``other`` relative to ``baseline`` in words, from the measured medians.
+
+    Returns e.g. ``'4.2× faster'``, ``'1.8× slower'`` or ``'about as fast (within 10%)'``,
+    so that prose states what was measured, whichever way it came out.
+    """
+    if not isinstance(baseline, Timing) or not isinstance(other, Timing):
+        raise TypeError("compare(baseline, other): both arguments must be Timing results of benchmark().")
+    ratio = baseline.median_s / other.median_s
+    if abs(ratio - 1) <= tolerance:
+        return f"about as fast (within {tolerance:.0%})"
+    if ratio > 1:
+        return f"{ratio:.1f}× faster"
+    return f"{1 / ratio:.1f}× slower"
+
+
+def glue(key: str, value, display: bool = False) -> None:
+    """Store ``value`` under ``key`` for the book's prose (myst-nb ``glue``).
+
+    In the built book ``{glue:text}`key``` shows it. Where myst-nb is not installed
+    (Colab, a plain Jupyter), it shows the value if ``display`` is true and otherwise
+    does nothing, so chapters run unchanged there.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"glue(key, value): key must be a non-empty str, got {key!r}.")
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        if display:
+            print(f"{key} = {value}")
+        return
+    _glue(key, value, display=display)
+
+
+def table(timings: Sequence[Timing], baseline: Timing | None = None) -> str:
+    """A plain-text table of several timings, optionally with a speed-up column."""
+    rows = [("", "median", "IQR", "first call", "vs " + baseline.name if baseline else "")]
+    for t in timings:
+        lo, hi = t.spread_s
+        rows.append(
+            (
+                t.name,
+                format_seconds(t.median_s),
+                f"{format_seconds(lo)} – {format_seconds(hi)}",
+                format_seconds(t.first_call_s),
+                ("baseline" if t is baseline else compare(baseline, t)) if baseline else "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths if w).rstrip())
+    return "\n".join(lines)
+
+
+def plot_timings(timings: Sequence[Timing], *, ax=None, title: str | None = None):
+    """Horizontal bars of the median time per call, with the interquartile range as
+    error bars and the median written on each bar. Returns the matplotlib ``Axes``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> t = benchmark(jnp.cos, jnp.ones(10), repeats=3)
+        >>> ax = plot_timings([t], title="cos")
+    """
+    import matplotlib.pyplot as plt
+
+    timings = list(timings)
+    if not timings or not all(isinstance(t, Timing) for t in timings):
+        raise TypeError("plot_timings(timings): expected a non-empty list of Timing results of benchmark().")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 0.5 + 0.45 * len(timings)), layout="constrained")
+    scale, unit = next(
+        ((s, u) for s, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")) if max(t.median_s for t in timings) >= s),
+        (1e-9, "ns"),
+    )
+    names = [t.name for t in timings][::-1]
+    medians = [t.median_s / scale for t in timings][::-1]
+    lows = [(t.median_s - t.spread_s[0]) / scale for t in timings][::-1]
+    highs = [(t.spread_s[1] - t.median_s) / scale for t in timings][::-1]
+    colors = [plt.cm.tab10(i % 10) for i in range(len(timings))][::-1]
+    ax.barh(names, medians, xerr=[lows, highs], color=colors, capsize=3)
+    for y, (value, t) in enumerate(zip(medians, timings[::-1])):
+        ax.text(value, y, "  " + t.median, va="center", ha="left", fontsize=9)
+    ax.set_xlabel(f"median time per call ({unit}); bars: interquartile range")
+    ax.set_xlim(0, max(m + h for m, h in zip(medians, highs)) * 1.35)
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax

@@ -1,0 +1,119 @@
+"""Checks on executed chapter notebooks (``_build/jupyter_execute/*.ipynb``).
+
+Kept as plain functions so that tests/test_bookcheck.py can show each check fails on
+a bad notebook: a check that cannot fail would prove nothing about the book.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WARNING_RE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b")
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+RAISES = "raises-exception"
+
+
+def jupyter_book(*args: str, cwd: Path = ROOT, timeout: int = 1500) -> subprocess.CompletedProcess:
+    """Run the Jupyter Book CLI of the interpreter running the tests."""
+    exe = Path(sys.executable).parent / "jupyter-book"
+    return subprocess.run(
+        [str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def load(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def output_text(output: dict) -> str:
+    """All text an output shows a reader (stream, text/plain, errors)."""
+    if output["output_type"] == "stream":
+        text = output.get("text", "")
+        return "".join(text) if isinstance(text, list) else text
+    if output["output_type"] == "error":
+        return ANSI_RE.sub("", "\n".join(output.get("traceback", [])))
+    data = output.get("data", {})
+    parts = []
+    for mime in ("text/plain", "text/html", "text/markdown"):
+        value = data.get(mime, "")
+        parts.append("".join(value) if isinstance(value, list) else value)
+    return "\n".join(parts)
+
+
+def should_output(cell: dict) -> bool:
+    """Does this code cell visibly print, plot or end in a displayed expression?"""
+    if "remove-output" in tags(cell) or "remove-cell" in tags(cell):
+        return False
+    try:
+        tree = ast.parse(source(cell))
+    except SyntaxError:
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in {"print", "show", "display"}:
+                return True
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        value = tree.body[-1].value
+        call = value.func if isinstance(value, ast.Call) else None
+        name = getattr(call, "id", None) or getattr(call, "attr", None)
+        return name not in {"glue", "print", "set_title", "legend", "tight_layout"}
+    return False
+
+
+def next_markdown(cells: list[dict], i: int) -> str:
+    """The prose right after cell ``i`` (where a chapter explains an error it showed)."""
+    for cell in cells[i + 1 :]:
+        if cell["cell_type"] == "markdown":
+            return source(cell)
+    return ""
+
+
+def problems(nb: dict) -> list[str]:
+    """Everything wrong with one executed notebook, as readable lines."""
+    found = []
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        head = f"cell {i} ({source(cell).strip().splitlines()[0][:60] if source(cell).strip() else 'empty'!r})"
+        outputs = cell.get("outputs", [])
+        errors = [o for o in outputs if o["output_type"] == "error"]
+        if RAISES in tags(cell):
+            if not errors:
+                found.append(f"{head}: tagged {RAISES} but raised nothing")
+            for err in errors:
+                if err["ename"] not in next_markdown(cells, i):
+                    found.append(
+                        f"{head}: raised {err['ename']}, which the prose after it does not name"
+                    )
+        elif errors:
+            found.append(f"{head}: unexpected {errors[0]['ename']}: {errors[0].get('evalue', '')[:200]}")
+        for out in outputs:
+            text = output_text(out)
+            if out["output_type"] != "error" and "Traceback (most recent call last)" in text:
+                found.append(f"{head}: a traceback in its output")
+            match = WARNING_RE.search(text) if out["output_type"] != "error" else None
+            if match:
+                found.append(f"{head}: a warning in its output: {match.group(0)}")
+            if out["output_type"] == "stream" and out.get("name") == "stderr" and text.strip():
+                found.append(f"{head}: wrote to stderr: {text.strip()[:200]!r}")
+        if should_output(cell) and not outputs:
+            found.append(f"{head}: should print or plot but has no output")
+    return found

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bookcheck import ROOT, jupyter_book
+
+
+def chapters() -> list[str]:
+    """Every page named in _toc.yml (the root and all chapters)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]]
+    for part in toc.get("parts", []):
+        pages += [c["file"] for c in part.get("chapters", [])]
+    return pages
+
+
+class BuiltBook:
+    def __init__(self, out: Path, log: str, seconds: float):
+        self.out = out
+        self.html = out / "_build" / "html"
+        self.executed = out / "_build" / "jupyter_execute"
+        self.log = log
+        self.seconds = seconds
+
+    def page(self, name: str) -> str:
+        return (self.html / f"{name}.html").read_text()
+
+    def notebook(self, name: str) -> Path:
+        return self.executed / f"{name}.ipynb"
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory) -> BuiltBook:
+    """The whole book, built once per test session, strictly, from a clean output folder.
+
+    -W turns every Sphinx warning into an error, -n reports every broken reference,
+    --keep-going lists them all before failing. Set JAXGUIDE_TEST_BUILD to the output
+    folder of an earlier test build to reuse it while working on the tests themselves.
+    """
+    reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
+    if reuse:
+        return BuiltBook(Path(reuse), "", 0.0)
+    out = tmp_path_factory.mktemp("book")
+    start = time.perf_counter()
+    proc = jupyter_book("build", "book/", "--path-output", str(out), "-W", "-n", "--keep-going")
+    seconds = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        tail = "\n".join(log.splitlines()[-80:])
+        pytest.fail(f"strict book build failed (exit {proc.returncode}):\n{tail}", pytrace=False)
+    # Keep a copy of the log next to the build for anyone debugging a failure.
+    (out / "build.log").write_text(re.sub(r"\x1b\[[0-9;]*m", "", log))
+    return BuiltBook(out, log, seconds)
+
+
+@pytest.fixture
+def book_copy(tmp_path) -> Path:
+    """A throw-away copy of the book sources (config, toc, chapters, package)."""
+    dst = tmp_path / "repo"
+    dst.mkdir()
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, dst / name)
+    shutil.copytree(ROOT / "book", dst / "book", symlinks=True)
+    return dst

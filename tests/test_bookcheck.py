@@ -1,0 +1,59 @@
+"""The notebook checks used by the book tests must catch what they claim to catch."""
+
+from bookcheck import problems, should_output
+
+
+def code(src, outputs=(), tags=()):
+    return {"cell_type": "code", "source": src, "outputs": list(outputs), "metadata": {"tags": list(tags)}}
+
+
+def md(src):
+    return {"cell_type": "markdown", "source": src, "metadata": {}}
+
+
+def stream(text, name="stdout"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def error(ename):
+    return {"output_type": "error", "ename": ename, "evalue": "boom", "traceback": [f"{ename}: boom"]}
+
+
+def test_clean_notebook_has_no_problems():
+    nb = {"cells": [code("print(1)", [stream("1\n")]), code("x = 1"), md("text")]}
+    assert problems(nb) == []
+
+
+def test_unexpected_error_is_reported():
+    assert "unexpected ZeroDivisionError" in problems({"cells": [code("1/0", [error("ZeroDivisionError")])]})[0]
+
+
+def test_tagged_cell_must_raise_the_error_the_prose_names():
+    ok = {"cells": [code("x[0] = 1", [error("TypeError")], ["raises-exception"]), md("This `TypeError` ...")]}
+    assert problems(ok) == []
+    wrong = {"cells": [code("x[0] = 1", [error("TypeError")], ["raises-exception"]), md("A ValueError ...")]}
+    assert "does not name" in problems(wrong)[0]
+    silent = {"cells": [code("x = 1", [], ["raises-exception"]), md("TypeError")]}
+    assert "raised nothing" in problems(silent)[0]
+
+
+def test_warnings_and_stderr_are_reported():
+    warn = {"cells": [code("f()", [stream("x.py:1: DeprecationWarning: old\n", "stderr")])]}
+    found = problems(warn)
+    assert any("DeprecationWarning" in p for p in found) and any("stderr" in p for p in found)
+    user = {"cells": [code("print(w)", [stream("UserWarning: careful\n")])]}
+    assert any("UserWarning" in p for p in problems(user))
+
+
+def test_missing_output_is_reported():
+    assert "no output" in problems({"cells": [code("print(1)")]})[0]
+    assert "no output" in problems({"cells": [code("x = 2\nx")]})[0]
+
+
+def test_should_output():
+    assert should_output(code("print(1)"))
+    assert should_output(code("plt.show()"))
+    assert should_output(code("x"))
+    assert not should_output(code("x = 1"))
+    assert not should_output(code("glue('a', 1)"))
+    assert not should_output(code("print(1)", tags=["remove-output"]))

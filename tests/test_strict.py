@@ -1,0 +1,45 @@
+"""Strictness of the build itself: a cell that raises unexpectedly must fail it."""
+
+from __future__ import annotations
+
+import pytest
+
+from bookcheck import jupyter_book
+
+pytestmark = pytest.mark.book
+
+PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+# Planted
+
+```{code-cell} ipython3
+:tags: [raises-exception]
+raise KeyError("expected and tagged")
+```
+
+The cell above raises a `KeyError`, on purpose.
+
+```{code-cell} ipython3
+planted_value = 1 / 0
+```
+"""
+
+
+def test_planted_failing_cell_breaks_the_build(book_copy):
+    (book_copy / "book" / "planted.md").write_text(PAGE)
+    (book_copy / "_toc.yml").write_text("format: jb-book\nroot: planted\n")
+    proc = jupyter_book("build", "book/", cwd=book_copy)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, "a page with an unexpected error was published"
+    assert "ZeroDivisionError" in log
+    assert "planted_value = 1 / 0" in log, "the log must show the failing cell"
+    # The tagged cell before it raised as allowed: it is not what the build reports.
+    assert "KeyError" not in log

@@ -1,0 +1,141 @@
+"""jaxguide.timing: waits for results, separates compilation, reports honestly."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+
+matplotlib.use("Agg")
+import pytest
+
+from jaxguide import Timing, benchmark, compare, format_seconds, glue, plot_timings
+from jaxguide.timing import table
+
+
+class Pending:
+    """Stands for an array whose computation finishes only when waited for."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def block_until_ready(self):
+        time.sleep(self.seconds)
+        return self
+
+
+def test_waits_for_every_leaf_of_a_pytree():
+    def fn():
+        return {"a": jnp.ones(2), "b": (1.0, Pending(0.02))}
+
+    t = benchmark(fn, repeats=3, number=1)
+    assert t.median_s >= 0.02
+    assert t.min_s >= 0.02
+
+
+def test_block_false_times_only_the_dispatch():
+    t = benchmark(lambda: Pending(0.05), repeats=3, number=1, block=False)
+    assert t.median_s < 0.01
+
+
+def test_first_call_is_timed_apart_from_steady_state():
+    calls = []
+
+    def slow_first(x):
+        if not calls:
+            time.sleep(0.2)  # stands for tracing + compilation
+        calls.append(1)
+        return x
+
+    t = benchmark(slow_first, 1.0, repeats=5, number=2)
+    assert t.first_call_s >= 0.2
+    assert t.median_s < 0.05
+    assert len(t.times_s) == 5 and t.number == 2
+    assert len(calls) == 1 + 5 * 2 + 0  # first call, then repeats x number (no calibration)
+
+
+def test_jit_compile_shows_in_first_call():
+    f = jax.jit(lambda x: jnp.sin(x) @ jnp.cos(x).T + 1.0)
+    t = benchmark(f, jnp.ones((37, 41)), repeats=5)
+    assert t.first_call_s > 3 * t.median_s
+
+
+def test_calibrates_calls_per_repeat_for_fast_functions():
+    t = benchmark(lambda: None, repeats=2, min_repeat_s=0.005)
+    assert t.number > 10
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"repeats": 0}, r"repeats=.*int >= 1, got 0"),
+        ({"number": -1}, r"number=.*got -1"),
+        ({"repeats": 2.5}, r"repeats=.*got 2.5"),
+        ({"min_repeat_s": 0}, r"min_repeat_s"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        benchmark(lambda: 1, **kwargs)
+
+
+def test_fn_must_be_callable_and_block_a_bool():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        benchmark(42)
+    with pytest.raises(TypeError, match="block="):
+        benchmark(lambda: 1, block="no")
+
+
+def fake(name, median, first=1.0):
+    return Timing(name, first, (median * 0.9, median, median * 1.1), 1)
+
+
+def test_repr_and_median_text():
+    t = fake("f", 0.00123)
+    assert t.median == "1.23 ms"
+    assert repr(t) == "f: 1.23 ms per call (median of 3, IQR 1.17 ms–1.29 ms), first call 1 s"
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(2.5, "2.5 s"), (0.0123, "12.3 ms"), (4.56e-5, "45.6 µs"), (7e-9, "7 ns"), (0, "0 ns")],
+)
+def test_format_seconds(seconds, text):
+    assert format_seconds(seconds) == text
+
+
+def test_format_seconds_rejects_nonsense():
+    with pytest.raises(ValueError):
+        format_seconds(-1)
+    with pytest.raises(TypeError):
+        format_seconds("1 s")
+
+
+def test_compare_says_what_was_measured():
+    base = fake("numpy", 0.010)
+    assert compare(base, fake("jit", 0.0025)) == "4.0× faster"
+    assert compare(base, fake("jnp", 0.018)) == "1.8× slower"
+    assert compare(base, fake("same", 0.0105)) == "about as fast (within 10%)"
+    with pytest.raises(TypeError):
+        compare(base, 0.1)
+
+
+def test_table_lists_every_timing_against_the_baseline():
+    rows = table([fake("numpy", 0.01), fake("jit", 0.005)], fake("numpy", 0.01)).splitlines()
+    assert rows[0].split() == ["median", "IQR", "first", "call", "vs", "numpy"]
+    assert rows[3].startswith("jit") and rows[3].endswith("2.0× faster")
+
+
+def test_glue_checks_its_key():
+    with pytest.raises(ValueError, match="key must be a non-empty str"):
+        glue("", 1)
+
+
+def test_plot_timings_draws_one_bar_per_timing():
+    ax = plot_timings([fake("a", 0.002), fake("b", 0.004)], title="t")
+    assert len(ax.patches) == 2
+    assert "ms" in ax.get_xlabel()
+    with pytest.raises(TypeError):
+        plot_timings([])
