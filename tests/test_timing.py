@@ -137,5 +137,11 @@ def test_plot_timings_draws_one_bar_per_timing():
     ax = plot_timings([fake("a", 0.002), fake("b", 0.004)], title="t")
     assert len(ax.patches) == 2
     assert "ms" in ax.get_xlabel()
+    assert ax.get_xscale() == "linear"
     with pytest.raises(TypeError):
         plot_timings([])
+
+
+def test_plot_timings_uses_log_scale_for_wide_ranges():
+    ax = plot_timings([fake("loop", 0.05), fake("jit", 0.00002)])
+    assert ax.get_xscale() == "log" and "log scale" in ax.get_xlabel()

@@ -4,7 +4,11 @@ Small, reusable pieces the chapters call for what repeats:
 
 * :mod:`jaxguide.devices` - ``setup_devices(n)``: real accelerators or simulated CPU devices.
 * :mod:`jaxguide.timing` - ``benchmark(fn, *args)``: warm-up, ``block_until_ready``,
-  median of repeats.
+  median of repeats; ``compare``, ``table`` and ``plot_timings`` to report them.
+* :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
+* :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
+* :mod:`jaxguide.models`, :mod:`jaxguide.data` - linear and logistic regression, and
+  synthetic data sets made from a key.
 
 Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
 the device count.

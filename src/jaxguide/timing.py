@@ -232,9 +232,12 @@ def table(timings: Sequence[Timing], baseline: Timing | None = None) -> str:
     return "\n".join(lines)
 
 
-def plot_timings(timings: Sequence[Timing], *, ax=None, title: str | None = None):
+def plot_timings(timings: Sequence[Timing], *, ax=None, title: str | None = None, log: bool | None = None):
     """Horizontal bars of the median time per call, with the interquartile range as
     error bars and the median written on each bar. Returns the matplotlib ``Axes``.
+
+    ``log=None`` uses a logarithmic time axis when the medians differ by more than
+    30×, so that short bars stay visible.
 
     Example:
         >>> import jax.numpy as jnp
@@ -258,10 +261,18 @@ def plot_timings(timings: Sequence[Timing], *, ax=None, title: str | None = None
     highs = [(t.spread_s[1] - t.median_s) / scale for t in timings][::-1]
     colors = [plt.cm.tab10(i % 10) for i in range(len(timings))][::-1]
     ax.barh(names, medians, xerr=[lows, highs], color=colors, capsize=3)
-    for y, (value, t) in enumerate(zip(medians, timings[::-1])):
-        ax.text(value, y, "  " + t.median, va="center", ha="left", fontsize=9)
-    ax.set_xlabel(f"median time per call ({unit}); bars: interquartile range")
-    ax.set_xlim(0, max(m + h for m, h in zip(medians, highs)) * 1.35)
+    for y, (value, high, t) in enumerate(zip(medians, highs, timings[::-1])):
+        ax.text(value + high, y, "  " + t.median, va="center", ha="left", fontsize=9)
+    top = max(m + h for m, h in zip(medians, highs))
+    if log is None:
+        log = max(medians) > 30 * min(medians)
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(min(medians) / 2, top * 6)
+    else:
+        ax.set_xlim(0, top * 1.3)
+    scale_note = ", log scale" if log else ""
+    ax.set_xlabel(f"median time per call ({unit}{scale_note}); bars: interquartile range")
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(title, fontsize=10)

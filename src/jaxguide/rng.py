@@ -1,0 +1,61 @@
+"""Random keys for notebooks: a stream of fresh keys, so that no key is used twice.
+
+JAX random functions are pure: the same key always gives the same numbers. Reusing a
+key by accident gives *identical* "random" draws. In interactive code a
+:class:`KeyStream` hands out a new key on every call. Inside jitted code, pass keys
+explicitly and split them instead: the stream's state lives in Python.
+
+Example:
+    >>> from jaxguide.rng import KeyStream
+    >>> keys = KeyStream(0)
+    >>> k1, k2 = keys(), keys()
+    >>> bool((k1 == k2).all())
+    False
+"""
+
+from __future__ import annotations
+
+import numbers
+
+__all__ = ["KeyStream", "is_typed_key"]
+
+
+def is_typed_key(key) -> bool:
+    """True for a typed key (``jax.random.key``), False for a legacy ``uint32[2]`` key."""
+    import jax
+
+    return jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key)
+
+
+class KeyStream:
+    """An endless supply of independent keys derived from one seed or key.
+
+    ``stream()`` returns the next key; ``stream(n)`` returns ``n`` keys stacked.
+    """
+
+    def __init__(self, seed_or_key=0):
+        import jax
+
+        if isinstance(seed_or_key, numbers.Integral) and not isinstance(seed_or_key, bool):
+            self._key = jax.random.key(int(seed_or_key))
+        elif is_typed_key(seed_or_key) and getattr(seed_or_key, "shape", None) == ():
+            self._key = seed_or_key
+        else:
+            raise TypeError(
+                "KeyStream(seed_or_key): expected an int seed or one typed key from "
+                f"jax.random.key, got {seed_or_key!r}. Wrap a legacy PRNGKey with "
+                "jax.random.wrap_key_data(key)."
+            )
+        self.count = 0
+
+    def __call__(self, n: int | None = None):
+        import jax
+
+        if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1):
+            raise ValueError(f"KeyStream(n): n must be a positive int or None, got {n!r}.")
+        self._key, sub = jax.random.split(self._key)
+        self.count += 1
+        return sub if n is None else jax.random.split(sub, n)
+
+    def __repr__(self) -> str:
+        return f"KeyStream(keys handed out: {self.count})"
