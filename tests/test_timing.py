@@ -117,7 +117,10 @@ def test_compare_says_what_was_measured():
     base = fake("numpy", 0.010)
     assert compare(base, fake("jit", 0.0025)) == "4.0× faster"
     assert compare(base, fake("jnp", 0.018)) == "1.8× slower"
-    assert compare(base, fake("same", 0.0105)) == "about as fast (within 10%)"
+    assert compare(base, fake("same", 0.0105)) == "about the same (±10%)"
+    assert compare(base, fake("jit", 0.0025), prose=True) == "4.0× faster than"
+    assert compare(base, fake("jnp", 0.018), prose=True) == "1.8× slower than"
+    assert compare(base, fake("same", 0.0105), prose=True) == "as fast, within 10%, as"
     with pytest.raises(TypeError):
         compare(base, 0.1)
 

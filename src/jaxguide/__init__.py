@@ -9,6 +9,8 @@ Small, reusable pieces the chapters call for what repeats:
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
 * :mod:`jaxguide.models`, :mod:`jaxguide.data` - linear and logistic regression, and
   synthetic data sets made from a key.
+* :mod:`jaxguide.sharding` - pictures of shardings drawn from ``addressable_shards``,
+  the book's notation ``A[I_x, J_y]``, and checked mesh and batch helpers.
 
 Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
 the device count.

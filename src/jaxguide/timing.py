@@ -178,20 +178,21 @@ def benchmark(
     return Timing(label, first, tuple(times), number)
 
 
-def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1) -> str:
+def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: bool = False) -> str:
     """Describe ``other`` relative to ``baseline`` in words, from the measured medians.
 
-    Returns e.g. ``'4.2× faster'``, ``'1.8× slower'`` or ``'about as fast (within 10%)'``,
-    so that prose states what was measured, whichever way it came out.
+    Short form (tables): ``'4.2× faster'``, ``'1.8× slower'``, ``'about the same (±10%)'``.
+    ``prose=True`` gives a phrase that reads in a sentence before the baseline's name,
+    whichever way the measurement came out: ``'4.2× faster than'``, ``'1.8× slower than'``,
+    ``'as fast, within 10%, as'`` — "jit was {phrase} NumPy".
     """
     if not isinstance(baseline, Timing) or not isinstance(other, Timing):
         raise TypeError("compare(baseline, other): both arguments must be Timing results of benchmark().")
     ratio = baseline.median_s / other.median_s
     if abs(ratio - 1) <= tolerance:
-        return f"about as fast (within {tolerance:.0%})"
-    if ratio > 1:
-        return f"{ratio:.1f}× faster"
-    return f"{1 / ratio:.1f}× slower"
+        return f"as fast, within {tolerance:.0%}, as" if prose else f"about the same (±{tolerance:.0%})"
+    text = f"{ratio:.1f}× faster" if ratio > 1 else f"{1 / ratio:.1f}× slower"
+    return text + " than" if prose else text
 
 
 def glue(key: str, value, display: bool = False) -> None:

@@ -1,0 +1,290 @@
+"""Shardings you can see, and the helpers multi-device code repeats.
+
+* :func:`shard_blocks` reads how an array is laid out from its own
+  ``addressable_shards``: which block of the index space each device holds.
+* :func:`plot_sharding` draws those blocks, coloured by device; a block held by
+  several devices (replicated) is hatched, shows all their colours and says so.
+* :func:`notation` writes a sharding in the book's notation, ``A[I_x, J_y]``: one
+  index letter per array dimension, subscripted by the mesh axes it is split over.
+* :func:`make_mesh`, :func:`split_batch` and :func:`shard_batch` check their input and
+  say how to fix it.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> from jax.sharding import NamedSharding, PartitionSpec as P
+    >>> from jaxguide.sharding import make_mesh, notation
+    >>> mesh = make_mesh((jax.device_count(),), ("x",))
+    >>> a = jax.device_put(jnp.zeros((jax.device_count(), 2)), NamedSharding(mesh, P("x")))
+    >>> notation(a)
+    'A[I_x, J]'
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+__all__ = ["Block", "shard_blocks", "notation", "plot_sharding", "show", "make_mesh", "split_batch", "shard_batch"]
+
+_INDEX_LETTERS = "IJKLMN"
+# jax.pmap results are sharded over a mesh axis with this internal name; the notation
+# shows it as "pmap".
+_PMAP_AXIS, _PMAP_AXIS_LABEL = "_internal_pmap_axis_name", "pmap"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of an array's index space and the devices holding a copy of it.
+
+    ``bounds`` holds one ``(start, stop)`` pair per array dimension.
+    """
+
+    bounds: tuple[tuple[int, int], ...]
+    devices: tuple[int, ...]
+
+    @property
+    def replicated(self) -> bool:
+        return len(self.devices) > 1
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(stop - start for start, stop in self.bounds)
+
+
+def _as_array(arr, where: str):
+    if not hasattr(arr, "addressable_shards"):
+        raise TypeError(f"{where}: expected a jax.Array, got {type(arr).__name__}. Use jnp.asarray or jax.device_put first.")
+    return arr
+
+
+def shard_blocks(arr) -> list[Block]:
+    """The blocks of ``arr``'s index space, read from ``arr.addressable_shards``.
+
+    Shards with the same index are merged into one :class:`Block` listing every device
+    that holds it, so replication is explicit. Blocks are sorted by position.
+    """
+    _as_array(arr, "shard_blocks(arr)")
+    holders: dict[tuple, list[int]] = {}
+    for shard in arr.addressable_shards:
+        bounds = tuple(
+            tuple(s.indices(dim)[:2]) for s, dim in zip(shard.index, arr.shape)
+        )
+        holders.setdefault(bounds, []).append(shard.device.id)
+    return [Block(b, tuple(sorted(d))) for b, d in sorted(holders.items())]
+
+
+def _spec_and_mesh(arr_or_sharding):
+    sharding = getattr(arr_or_sharding, "sharding", arr_or_sharding)
+    spec = getattr(sharding, "spec", None)
+    return spec, getattr(sharding, "mesh", None)
+
+
+def notation(arr_or_sharding, name: str = "A", ndim: int | None = None) -> str:
+    """The book's notation for a sharding: ``A[I_x, J]`` for ``P('x', None)``.
+
+    Each array dimension gets an index letter (I, J, K, ...); a dimension split over
+    mesh axes gets them as a subscript (``I_xy`` for ``P(('x', 'y'))``); a dimension
+    without subscript is whole on every device. ``A[I, J]`` on a mesh therefore means
+    fully replicated. A single-device array has no mesh: ``A[I, J] (one device)``.
+    A ``jax.pmap`` result's internal device axis is written ``pmap``: ``A[I_pmap, J]``.
+    """
+    spec, mesh = _spec_and_mesh(arr_or_sharding)
+    if ndim is None:
+        ndim = getattr(arr_or_sharding, "ndim", None)
+    if ndim is None:
+        ndim = len(spec) if spec is not None else 0
+    if ndim > len(_INDEX_LETTERS):
+        raise ValueError(f"notation: at most {len(_INDEX_LETTERS)} dimensions, got {ndim}.")
+    entries = list(spec) if spec is not None else []
+    entries += [None] * (ndim - len(entries))
+    dims = []
+    for letter, entry in zip(_INDEX_LETTERS, entries):
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        axes = tuple(_PMAP_AXIS_LABEL if a == _PMAP_AXIS else a for a in axes)
+        dims.append(letter + ("_" + "".join(axes) if axes else ""))
+    text = f"{name}[{', '.join(dims)}]"
+    return text if mesh is not None or spec is not None else text + " (one device)"
+
+
+def _device_colors(ids):
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("tab10" if max(ids, default=0) < 10 else "tab20")
+    return {i: cmap(i % cmap.N) for i in ids}
+
+
+def plot_sharding(arr, *, ax=None, title: str | None = None, name: str = "A"):
+    """Draw how ``arr`` (1-D or 2-D) is split over devices. Returns the ``Axes``.
+
+    Each block of the index space is a rectangle coloured by the device that holds it
+    and labelled ``D<id>``. A replicated block is hatched, carries one colour chip per
+    holding device and is labelled with all of them and ``×n``. Ticks mark block edges.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    _as_array(arr, "plot_sharding(arr)")
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"plot_sharding: arrays of 1 or 2 dimensions only, got shape {arr.shape}. Reshape it, or plot a slice.")
+    blocks = shard_blocks(arr)
+    rows, cols = (1, arr.shape[0]) if arr.ndim == 1 else arr.shape
+    if ax is None:
+        aspect = rows / cols if arr.ndim == 2 else 0.15
+        width = 4.2
+        height = min(max(width * aspect, 0.9), 4.2)
+        _, ax = plt.subplots(figsize=(width, height + 0.5), layout="constrained")
+    colors = _device_colors({d for b in blocks for d in b.devices})
+    for b in blocks:
+        (r0, r1), (c0, c1) = ((0, 1), b.bounds[0]) if arr.ndim == 1 else b.bounds
+        n = len(b.devices)
+        if n == 1:
+            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]], alpha=0.85))
+        else:
+            # Replicated: a hatched block with one colour chip per holding device along
+            # its bottom edge, so that it cannot be mistaken for a split.
+            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor="#f0f0f0", hatch="//", edgecolor="#b0b0b0", linewidth=0))
+            band = 0.22 * (r1 - r0)
+            w = (c1 - c0) / n
+            for k, dev in enumerate(b.devices):
+                ax.add_patch(Rectangle((c0 + k * w, r1 - band), w, band, facecolor=colors[dev], edgecolor="white", linewidth=0.5))
+        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2))
+        if n == 1:
+            label = f"D{b.devices[0]}"
+        elif n <= 4:
+            label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
+        else:
+            label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
+        ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8,
+                fontweight="bold", bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.75, linewidth=0))
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)
+    edges_c = sorted({e for b in blocks for e in (b.bounds[-1])})
+    ax.set_xticks(edges_c)
+    if arr.ndim == 2:
+        ax.set_yticks(sorted({e for b in blocks for e in b.bounds[0]}))
+        ax.set_ylabel("row")
+    else:
+        ax.set_yticks([])
+    ax.set_xlabel("column" if arr.ndim == 2 else "index")
+    ax.tick_params(labelsize=8)
+    spec, _ = _spec_and_mesh(arr)
+    heading = title or f"{notation(arr, name)}   {arr.dtype}{list(arr.shape)}"
+    if spec is not None and not title:
+        heading += f"\n{spec}"
+    ax.set_title(heading, fontsize=9)
+    return ax
+
+
+def _positive_ints(value, what: str) -> tuple[int, ...]:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{what}: expected a tuple of positive ints, got {value!r}.") from None
+    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in items):
+        raise ValueError(f"{what}: expected a tuple of positive ints, got {value!r}.")
+    return tuple(int(v) for v in items)
+
+
+def make_mesh(shape, names, *, explicit: bool = False):
+    """A device mesh over all devices, with its axis mode stated rather than defaulted.
+
+    Args:
+        shape: mesh shape, e.g. ``(8,)`` or ``(4, 2)``; its product must equal
+            ``jax.device_count()``.
+        names: one axis name per dimension, e.g. ``("x",)`` or ``("x", "y")``.
+        explicit: ``False`` (default) gives ``AxisType.Auto`` axes: the compiler
+            propagates shardings. ``True`` gives ``AxisType.Explicit`` axes: shardings
+            are part of array types (``jax.typeof``) and ambiguous results are errors.
+    """
+    import jax
+    from jax.sharding import AxisType
+
+    shape = _positive_ints(shape, "make_mesh(shape=...)")
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if len(names) != len(shape) or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        raise ValueError(
+            f"make_mesh: names must be {len(shape)} distinct non-empty strings, one per mesh "
+            f"dimension of shape {shape}; got {names!r}."
+        )
+    if not isinstance(explicit, bool):
+        raise TypeError(f"make_mesh(explicit=...): expected True or False, got {explicit!r}.")
+    needed, have = math.prod(shape), jax.device_count()
+    if needed != have:
+        raise ValueError(
+            f"make_mesh: a mesh of shape {shape} needs {needed} devices, but JAX has {have}. "
+            f"Use a shape whose product is {have} (e.g. ({have},)), or restart and call "
+            f"jaxguide.setup_devices({needed}) first."
+        )
+    kind = AxisType.Explicit if explicit else AxisType.Auto
+    return jax.make_mesh(shape, names, axis_types=(kind,) * len(shape))
+
+
+def _check_divides(batch: int, parts: int, what: str) -> None:
+    if batch % parts:
+        lower, upper = (batch // parts) * parts, (batch // parts + 1) * parts
+        fix = f"use a batch size that is a multiple of {parts} (e.g. {upper}" + (f" or {lower}" if lower else "") + ")"
+        raise ValueError(
+            f"{what}: a batch of {batch} examples does not divide across {parts} devices "
+            f"({batch} = {batch // parts} × {parts} + {batch % parts}); {fix}, or drop the "
+            f"last {batch % parts} examples."
+        )
+
+
+def _batch_size(tree, what: str) -> int:
+    import jax
+
+    leaves = jax.tree.leaves(tree)
+    if not leaves or any(getattr(l, "ndim", 0) < 1 for l in leaves):
+        raise ValueError(f"{what}: expected arrays with a leading batch axis, got {tree!r:.80}.")
+    sizes = {l.shape[0] for l in leaves}
+    if len(sizes) != 1:
+        raise ValueError(f"{what}: all arrays must have the same batch size, got leading sizes {sorted(sizes)}.")
+    return sizes.pop()
+
+
+def split_batch(batch, n_devices: int | None = None):
+    """Reshape every array of a batch from ``(B, ...)`` to ``(n_devices, B // n_devices, ...)``,
+    the layout ``jax.pmap`` expects: one leading slice per device.
+
+    ``batch`` may be one array or a pytree of arrays with the same leading size.
+    """
+    import jax
+
+    n = jax.device_count() if n_devices is None else _positive_ints(n_devices, "split_batch(n_devices=...)")[0]
+    size = _batch_size(batch, "split_batch")
+    _check_divides(size, n, "split_batch")
+    return jax.tree.map(lambda a: a.reshape(n, size // n, *a.shape[1:]), batch)
+
+
+def shard_batch(batch, mesh, axis="x"):
+    """Put every array of a batch on ``mesh``, split along its first axis over the mesh
+    axis ``axis`` (or a tuple of axes) and replicated over the others.
+    """
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    axes = (axis,) if isinstance(axis, str) else tuple(axis)
+    missing = [a for a in axes if a not in mesh.shape]
+    if missing:
+        raise ValueError(f"shard_batch: mesh has axes {tuple(mesh.shape)}, not {missing}.")
+    parts = math.prod(mesh.shape[a] for a in axes)
+    _check_divides(_batch_size(batch, "shard_batch"), parts, "shard_batch")
+    spec = P(axis if isinstance(axis, str) else axes)
+    return jax.device_put(batch, NamedSharding(mesh, spec))
+
+
+def show(arr, name: str = "A"):
+    """Show a sharding three ways: the book's notation with ``jax.typeof``, JAX's own
+    text picture (``jax.debug.visualize_array_sharding``) and :func:`plot_sharding`.
+
+    Returns the figure's ``Axes`` (a notebook displays the figure).
+    """
+    import jax
+
+    _as_array(arr, "show(arr)")
+    print(f"{notation(arr, name)}    jax.typeof: {jax.typeof(arr)}")
+    jax.debug.visualize_array_sharding(arr)
+    return plot_sharding(arr, name=name)

@@ -1,0 +1,113 @@
+"""jaxguide.sharding. Runs on 8 simulated devices in a fresh process, like the chapters."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = r'''
+import jaxguide
+jaxguide.setup_devices(8)
+import jax, jax.numpy as jnp, numpy as np, matplotlib
+matplotlib.use("Agg")
+from jax.sharding import NamedSharding, PartitionSpec as P
+from jaxguide.sharding import (make_mesh, notation, plot_sharding, shard_batch, shard_blocks,
+                               split_batch, show)
+
+mesh = make_mesh((4, 2), ("x", "y"))
+A = jnp.arange(64.0).reshape(8, 8)
+
+def put(spec):
+    return jax.device_put(A, NamedSharding(mesh, spec))
+
+def expected_blocks(arr):
+    """Independent reading of addressable_shards: index -> set of device ids."""
+    out = {}
+    for s in arr.addressable_shards:
+        key = tuple(sl.indices(n)[:2] for sl, n in zip(s.index, arr.shape))
+        out.setdefault(key, set()).add(s.device.id)
+    return out
+
+for spec in [P("x", None), P(None, "y"), P("x", "y"), P(), P(("x", "y"))]:
+    arr = put(spec)
+    blocks = shard_blocks(arr)
+    assert {b.bounds: set(b.devices) for b in blocks} == expected_blocks(arr), spec
+    # the blocks tile the index space exactly once
+    assert sum(np.prod(b.shape) for b in blocks) == A.size, spec
+    for b in blocks:
+        (r0, r1), (c0, c1) = b.bounds
+        shard = next(s for s in arr.addressable_shards if s.device.id == b.devices[0])
+        np.testing.assert_array_equal(shard.data, A[r0:r1, c0:c1])
+
+rows = shard_blocks(put(P("x", None)))
+assert len(rows) == 4 and all(b.replicated and len(b.devices) == 2 for b in rows)
+assert [b.devices for b in rows] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+full = shard_blocks(put(P()))
+assert len(full) == 1 and full[0].devices == tuple(range(8))
+tiles = shard_blocks(put(P("x", "y")))
+assert len(tiles) == 8 and not any(b.replicated for b in tiles)
+
+assert notation(put(P("x", None))) == "A[I_x, J]"
+assert notation(put(P("x", "y")), name="W") == "W[I_x, J_y]"
+assert notation(put(P(("x", "y")))) == "A[I_xy, J]"
+assert notation(put(P())) == "A[I, J]"
+assert notation(jnp.ones((2, 3))) == "A[I, J] (one device)"
+assert notation(jax.pmap(lambda r: r)(jnp.ones((8, 2)))) == "A[I_pmap, J]"
+
+# The picture: one labelled rectangle group per block, replication called out.
+ax = plot_sharding(put(P("x", None)))
+labels = [t.get_text() for t in ax.texts]
+assert labels == ["D0 D1\nreplicated ×2", "D2 D3\nreplicated ×2", "D4 D5\nreplicated ×2", "D6 D7\nreplicated ×2"], labels
+assert "A[I_x, J]" in ax.get_title()
+ax = plot_sharding(put(P("x", "y")))
+assert sorted(t.get_text() for t in ax.texts) == [f"D{i}" for i in range(8)]
+ax = plot_sharding(jax.device_put(jnp.arange(16.0), NamedSharding(mesh, P("x"))))
+assert len(ax.texts) == 4 and list(ax.get_xticks()) == [0, 4, 8, 12, 16]
+assert show(put(P("x", "y"))) is not None
+
+# Helpers and their errors.
+xs = split_batch(jnp.zeros((16, 3)))
+assert xs.shape == (8, 2, 3)
+xy = split_batch((jnp.zeros((16, 3)), jnp.zeros(16)))
+assert xy[0].shape == (8, 2, 3) and xy[1].shape == (8, 2)
+sb = shard_batch(jnp.zeros((12, 5)), mesh, "x")
+assert sb.sharding.spec == P("x") and {s.data.shape for s in sb.addressable_shards} == {(3, 5)}
+
+def error(fn, kind):
+    try:
+        fn()
+    except kind as e:
+        return str(e)
+    raise AssertionError(f"{fn} did not raise {kind.__name__}")
+
+msg = error(lambda: split_batch(jnp.zeros((10, 3))), ValueError)
+assert "batch of 10 examples does not divide across 8 devices" in msg and "multiple of 8 (e.g. 16 or 8)" in msg, msg
+msg = error(lambda: shard_batch(jnp.zeros((6, 2)), mesh, ("x", "y")), ValueError)
+assert "batch of 6 examples does not divide across 8 devices" in msg, msg
+msg = error(lambda: split_batch((jnp.zeros((8, 3)), jnp.zeros(16))), ValueError)
+assert "same batch size" in msg, msg
+msg = error(lambda: shard_batch(jnp.zeros((8, 2)), mesh, "z"), ValueError)
+assert "not ['z']" in msg, msg
+msg = error(lambda: make_mesh((4, 4), ("x", "y")), ValueError)
+assert "needs 16 devices, but JAX has 8" in msg and "setup_devices(16)" in msg, msg
+msg = error(lambda: make_mesh((8,), ("x", "y")), ValueError)
+assert "names must be 1 distinct" in msg, msg
+msg = error(lambda: make_mesh((0, 8), ("x", "y")), ValueError)
+assert "positive ints" in msg, msg
+assert make_mesh((8,), "x", explicit=True).axis_types == (jax.sharding.AxisType.Explicit,)
+assert make_mesh((2, 4), ("a", "b")).axis_types == (jax.sharding.AxisType.Auto,) * 2
+msg = error(lambda: plot_sharding(np.zeros(3)), TypeError)
+assert "expected a jax.Array" in msg
+msg = error(lambda: plot_sharding(jnp.zeros((2, 2, 2))), ValueError)
+assert "1 or 2 dimensions" in msg
+print("ALL OK")
+'''
+
+
+def test_sharding_module_on_8_devices():
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "ALL OK" in proc.stdout
