@@ -85,16 +85,6 @@ class Timing:
             f"first call {format_seconds(self.first_call_s)}"
         )
 
-    def glue(self, key: str | None = None) -> Timing:
-        """Glue the median (as text like ``'1.23 ms'``) for prose: ``{glue:text}`key```.
-
-        Also glues ``key + '_first'`` with the first-call time. Returns ``self``.
-        """
-        key = key or self.name
-        glue(key, self.median)
-        glue(key + "_first", format_seconds(self.first_call_s))
-        return self
-
 
 def _check_positive_int(name: str, value, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
