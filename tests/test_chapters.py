@@ -123,6 +123,7 @@ def test_sharding(book):
         assert name in text, name
     assert text.count("CPU 0,1,2,3,4,5,6,7") >= 1 and "CPU 0,2,4,6" in text
     assert len(images(book, "sharding")) >= 6
+    assert "<Axes" not in text  # show() leaves no object repr behind
     assert "float32[8@x,8@y]" in text and "float32[8@x,8]" in text
     assert "ShardingTypeError" in text
     assert "pinned_host" in text and "fully replicated: True" in text

@@ -280,11 +280,12 @@ def show(arr, name: str = "A"):
     """Show a sharding three ways: the book's notation with ``jax.typeof``, JAX's own
     text picture (``jax.debug.visualize_array_sharding``) and :func:`plot_sharding`.
 
-    Returns the figure's ``Axes`` (a notebook displays the figure).
+    Returns nothing, so that a notebook cell ending in ``show(x)`` displays the figure
+    and not the ``Axes`` object's repr; use :func:`plot_sharding` for the ``Axes``.
     """
     import jax
 
     _as_array(arr, "show(arr)")
     print(f"{notation(arr, name)}    jax.typeof: {jax.typeof(arr)}")
     jax.debug.visualize_array_sharding(arr)
-    return plot_sharding(arr, name=name)
+    plot_sharding(arr, name=name)
