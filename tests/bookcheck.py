@@ -117,3 +117,33 @@ def problems(nb: dict) -> list[str]:
         if should_output(cell) and not outputs:
             found.append(f"{head}: should print or plot but has no output")
     return found
+
+
+MEASURED = "measured"
+# IPython names each cell's code /tmp/ipykernel_<pid>/<hash>.py; JAX error messages quote
+# it. The pid differs between runs, and it is no part of what the page teaches.
+KERNEL_FILE_RE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py")
+
+
+def comparable_outputs(html: str) -> list[tuple[int, list[str]]]:
+    """What a reader sees of every code cell's outputs in a built page — text, and
+    images by their file name, which myst-nb derives from the image's content — leaving
+    out cells tagged ``measured`` (timings, the provenance box). Compared between builds.
+
+    The built HTML is used rather than the executed notebook: how the kernel happened to
+    split a stream into chunks varies between runs and shows in the saved notebook, while
+    the page shows the merged text.
+    """
+    from bs4 import BeautifulSoup
+
+    result = []
+    for i, cell in enumerate(BeautifulSoup(html, "html.parser").select("div.cell")):
+        if "tag_" + MEASURED in cell.get("class", []):
+            continue
+        texts = []
+        for out in cell.select("div.cell_output > div"):
+            text = out.get_text()
+            text += "".join(f"\n<img {img.get('src')}>" for img in out.select("img"))
+            texts.append(KERNEL_FILE_RE.sub("<kernel cell>", text))
+        result.append((i, texts))
+    return result

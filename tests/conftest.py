@@ -70,4 +70,5 @@ def book_copy(tmp_path) -> Path:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, dst / name)
     shutil.copytree(ROOT / "book", dst / "book", symlinks=True)
+    shutil.copytree(ROOT / "tools", dst / "tools")
     return dst

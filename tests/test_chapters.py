@@ -157,3 +157,35 @@ def test_migration(book):
     # No old API is executed.
     for old in ("tree_map(", "device_put_sharded", "device_put_replicated", "PositionalSharding", "pjit(", "colab_tpu", "xla_bridge", "check_rep"):
         assert not any(old in source(c) for c in code), old
+
+
+DEVICES = {"autodiff": 1}  # every other chapter runs on 8 devices
+
+
+@pytest.mark.parametrize("chapter", ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "migration"])
+def test_provenance_box_at_the_top(book, chapter):
+    import jax
+    import jaxlib
+
+    soup = BeautifulSoup(book.page(chapter), "html.parser")
+    boxes = soup.select("div.jaxguide-provenance")
+    assert len(boxes) == 1, "one provenance box per chapter"
+    text = boxes[0].get_text(" ")
+    n = DEVICES.get(chapter, 8)
+    assert f"JAX {jax.__version__}, jaxlib {jaxlib.__version__}, {n} CPU device" in text
+    seconds = float(re.search(r"in ([\d.]+) s", text).group(1))
+    assert 0 < seconds < 300
+    # It sits above the first section, right under the title.
+    page = book.page(chapter)
+    first_section = soup.select("section section")[0]
+    assert page.index('class="jaxguide-provenance"') < page.index(f'id="{first_section["id"]}"')
+
+
+def test_execution_report_lists_every_chapter(book):
+    soup = BeautifulSoup(book.page("report"), "html.parser")
+    rows = soup.select("table tbody tr")
+    text = " ".join(soup.get_text(" ").split())
+    for chapter in ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "migration"]:
+        assert chapter in text, chapter
+    assert len(rows) >= 8
+    assert "✅" in text and "❌" not in text
