@@ -42,9 +42,7 @@ def book(tmp_path_factory) -> BuiltBook:
 
     -W turns every Sphinx warning into an error, -n reports every broken reference,
     --keep-going lists them all before failing. Set JAXGUIDE_TEST_BUILD to the output
-    folder of an earlier *test* build to reuse it while working on the tests themselves
-    (not a cached `make book` build: myst-nb writes jupyter_execute/*.ipynb without
-    outputs when it serves a page from its cache).
+    folder of an earlier test build to reuse it while working on the tests themselves.
     """
     reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
     if reuse:

@@ -33,9 +33,20 @@ planted_value = 1 / 0
 """
 
 
+GOOD = PAGE.split("# Planted")[0] + """# Fine
+
+```{code-cell} ipython3
+print("fine")
+```
+"""
+
+
 def test_planted_failing_cell_breaks_the_build(book_copy):
+    # Two pages, so that they go through the parallel pre-execution first
+    # (tools/jaxguide_fresh.py): a failure there must still fail the build.
     (book_copy / "book" / "planted.md").write_text(PAGE)
-    (book_copy / "_toc.yml").write_text("format: jb-book\nroot: planted\n")
+    (book_copy / "book" / "fine.md").write_text(GOOD)
+    (book_copy / "_toc.yml").write_text("format: jb-book\nroot: fine\nchapters:\n  - file: planted\n")
     proc = jupyter_book("build", "book/", cwd=book_copy)
     log = proc.stdout + proc.stderr
     assert proc.returncode != 0, "a page with an unexpected error was published"
@@ -43,3 +54,5 @@ def test_planted_failing_cell_breaks_the_build(book_copy):
     assert "planted_value = 1 / 0" in log, "the log must show the failing cell"
     # The tagged cell before it raised as allowed: it is not what the build reports.
     assert "KeyError" not in log
+    assert "chapters in parallel: fine, planted" in log
+    assert "planted.md failed in the parallel run" in log

@@ -49,11 +49,11 @@ def test_fingerprint_changes_with_a_package_version():
 def test_stream_chunks_merge_exactly():
     import nbformat
 
-    import jaxguide_streams
+    import jaxguide_mystnb_fixes as fixes
 
     chunks = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in ("cpu:2", " {CpuDevice(id=2)} cpu:2\n", "next line\n")]
     image = nbformat.v4.new_output("display_data", data={"text/plain": "fig"})
-    merged = jaxguide_streams.coalesce_streams(chunks[:1] + [image] + chunks[1:])
+    merged = fixes.coalesce_streams(chunks[:1] + [image] + chunks[1:])
     assert [o["output_type"] for o in merged] == ["stream", "display_data"]
     assert merged[0]["text"] == "cpu:2 {CpuDevice(id=2)} cpu:2\nnext line\n"
     assert chunks[0]["text"] == "cpu:2"  # the notebook's own outputs are left untouched

@@ -182,6 +182,7 @@ def outdated(app, env, added, changed, removed):
     new = {name: fingerprint(path.read_text(), graph) for name, path in _chapters(app, env).items()}
     app.env.jaxguide_fingerprints = new
     stale = [d for d in new if (old.get(d) or {}).get("digest") != new[d]["digest"]]
+    app.env.jaxguide_stale = stale
     if not stale:
         return []
     from jupyter_cache import get_cache
@@ -198,6 +199,43 @@ def outdated(app, env, added, changed, removed):
     return [d for d in stale if d not in added and d not in changed]
 
 
+def preexecute(app, env, added, changed, removed):
+    """``env-get-outdated`` (runs after :func:`outdated`): when
+    ``jaxguide_parallel_execution`` is on, execute every chapter that has no cached
+    outputs with jupyter-cache's parallel executor (one process per core), before
+    Sphinx reads them; myst-nb then finds their outputs in the cache. A chapter that
+    fails here is not cached, so myst-nb executes it again and reports the error.
+    """
+    if not app.config.jaxguide_parallel_execution:
+        return []
+    import logging as std_logging
+
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    # Only pages Sphinx is about to read can need executing: new, edited or stale ones.
+    candidates = set(added) | set(changed) | set(getattr(app.env, "jaxguide_stale", ()))
+    chapters = {d: p for d, p in _chapters(app, env).items() if d in candidates}
+    if len(chapters) < 2:
+        return []
+    cache = get_cache(app.env.mystnb_config.execution_cache_path)
+    paths = [str(p.resolve()) for p in chapters.values()]
+    for path in paths:
+        cache.add_nb_to_project(path, read_data={"type": "plugin", "name": "myst_nb_md"})
+    pending = [r.uri for r in cache.list_unexecuted(filter_uris=paths)]
+    if len(pending) < 2:
+        return []
+    names = ", ".join(sorted(Path(u).stem for u in pending))
+    logger.info(f"[jaxguide-fresh] executing {len(pending)} chapters in parallel: {names}")
+    executor = load_executor("local-parallel", cache=cache, logger=std_logging.getLogger("jaxguide_fresh.exec"))
+    result = executor.run_and_cache(
+        filter_uris=pending, timeout=app.env.mystnb_config.execution_timeout, allow_errors=False
+    )
+    for uri in result.excepted + result.errored:
+        logger.info(f"[jaxguide-fresh] {Path(uri).name} failed in the parallel run; executing it again to report")
+    return []
+
+
 def save(app, exception):
     """``build-finished``: remember the fingerprints the current outputs were made with."""
     if exception is None and getattr(app.env, "jaxguide_fingerprints", None) is not None:
@@ -205,6 +243,8 @@ def save(app, exception):
 
 
 def setup(app):
+    app.add_config_value("jaxguide_parallel_execution", False, "env")
     app.connect("env-get-outdated", outdated)
+    app.connect("env-get-outdated", preexecute, priority=600)
     app.connect("build-finished", save)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

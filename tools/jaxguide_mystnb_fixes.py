@@ -1,0 +1,56 @@
+"""Sphinx extension (build tooling): two fixes for myst-nb 1.4, each found by this
+book's tests.
+
+1. **Stream merging.** A kernel sends ``print`` output in chunks whose boundaries
+   depend on when its output thread flushes, a race: ``print("a", "b")`` may arrive
+   as ``"a"`` and ``" b\\n"``. myst-nb's ``nb_merge_streams`` joins chunks by stripping
+   each and adding a newline, so a flush in mid-line splits the line on the page and
+   the same code renders differently from build to build. Chunks are concatenated
+   exactly instead; ``\\r``/``\\b`` handling and the stdout-before-stderr order are
+   kept from myst-nb's own function, which runs on the merged text.
+   (tests/test_reproducible.py compares two builds.)
+
+2. **Executed notebooks from the cache.** When a page's outputs come from the
+   execution cache, myst-nb renders them, but writes the *unexecuted* notebook to
+   ``_build/jupyter_execute/<page>.ipynb`` (what the page's download button offers):
+   the merged notebook replaces the client's reference, not the object myst-nb
+   writes. The cached outputs are merged into that object in place instead.
+"""
+
+from __future__ import annotations
+
+import myst_nb.core.render as render
+from myst_nb.core.execute.cache import NotebookClientCache
+from myst_nb.core.utils import coalesce_streams as _myst_nb_coalesce
+
+
+def coalesce_streams(outputs):
+    merged, first = [], {}
+    for output in outputs:
+        if output["output_type"] == "stream" and output["name"] in first:
+            first[output["name"]]["text"] += output["text"]
+            continue
+        if output["output_type"] == "stream":
+            output = output.copy()
+            first[output["name"]] = output
+        merged.append(output)
+    # One chunk per stream is left: myst-nb's function now only cleans it up.
+    return _myst_nb_coalesce(merged)
+
+
+_start_client = NotebookClientCache.start_client
+
+
+def start_client(self):
+    original = self._notebook
+    _start_client(self)
+    if self._notebook is not original:  # outputs came from the cache
+        original.clear()
+        original.update(self._notebook)
+        self._notebook = original
+
+
+def setup(app):
+    render.coalesce_streams = coalesce_streams
+    NotebookClientCache.start_client = start_client
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
