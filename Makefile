@@ -10,7 +10,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test serve clean
+.PHONY: env book test serve clean notebooks
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -34,3 +34,7 @@ serve:
 
 clean:
 	rm -rf _build
+
+# Regenerate notebooks/<chapter>.ipynb (for Colab) from the chapters; commit the result.
+notebooks: env
+	$(VENV)/bin/python tools/make_notebooks.py
