@@ -18,6 +18,20 @@ WARNING_RE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b")
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 RAISES = "raises-exception"
 
+# The front matter that makes a MyST markdown page an executed notebook (pages of
+# planted or throw-away test books use it).
+MYST_HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
 
 def jupyter_book(*args: str, cwd: Path = ROOT, timeout: int = 1500) -> subprocess.CompletedProcess:
     """Run the Jupyter Book CLI of the interpreter running the tests."""

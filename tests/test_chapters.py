@@ -173,7 +173,7 @@ def test_provenance_box_at_the_top(book, chapter):
     text = boxes[0].get_text(" ")
     n = DEVICES.get(chapter, 8)
     assert f"JAX {jax.__version__}, jaxlib {jaxlib.__version__}, {n} CPU device" in text
-    seconds = float(re.search(r"in ([\d.]+) s", text).group(1))
+    seconds = float(re.search(r"its cells running for ([\d.]+) s", text).group(1))
     assert 0 < seconds < 300
     # It sits above the first section, right under the title.
     page = book.page(chapter)

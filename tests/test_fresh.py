@@ -18,23 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from bookcheck import ROOT
+from bookcheck import MYST_HEADER, ROOT
 
 pytestmark = pytest.mark.book
 
-HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
-
-USES_SHARDING = HEADER + """# Uses sharding
+USES_SHARDING = MYST_HEADER + """# Uses sharding
 
 ```{code-cell} ipython3
 import jax.numpy as jnp
@@ -44,7 +32,7 @@ print("notation:", notation(jnp.ones((2, 3))))
 ```
 """
 
-USES_TIMING_ONLY = HEADER + """# Uses timing only
+USES_TIMING_ONLY = MYST_HEADER + """# Uses timing only
 
 ```{code-cell} ipython3
 import jaxguide

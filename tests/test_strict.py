@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bookcheck import jupyter_book
+from bookcheck import MYST_HEADER, jupyter_book
 
 pytestmark = pytest.mark.book
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-# Planted
+PAGE = MYST_HEADER + """# Planted
 
 ```{code-cell} ipython3
 :tags: [raises-exception]
@@ -33,7 +23,7 @@ planted_value = 1 / 0
 """
 
 
-GOOD = PAGE.split("# Planted")[0] + """# Fine
+GOOD = MYST_HEADER + """# Fine
 
 ```{code-cell} ipython3
 print("fine")

@@ -37,7 +37,8 @@ class Provenance:
         return (
             f"JAX {self.jax_version}, jaxlib {self.jaxlib_version}, "
             f"{self.device_count} {self.backend.upper()} device{'s' if self.device_count != 1 else ''} "
-            f"({', '.join(self.device_kinds)}); executed {self.executed_at} in {self.seconds:.1f} s"
+            f"({', '.join(self.device_kinds)}); executed {self.executed_at}, its cells running for "
+            f"{self.seconds:.1f} s (from import jaxguide; kernel start-up not included)"
         )
 
     def __repr__(self) -> str:
