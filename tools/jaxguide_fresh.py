@@ -149,9 +149,8 @@ def _explain(old: dict | None, new: dict) -> str:
     if not old:
         return "no fingerprint stored for its cached outputs"
     what = []
-    for key in ("python",):
-        if old.get(key) != new[key]:
-            what.append(f"Python {old.get(key)} -> {new[key]}")
+    if old.get("python") != new["python"]:
+        what.append(f"Python {old.get('python')} -> {new['python']}")
     for group in ("packages", "jaxguide"):
         a, b = old.get(group, {}), new[group]
         changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
@@ -165,12 +164,14 @@ def _store_path(app) -> Path:
     return Path(app.outdir).parent / STORE
 
 
-def _chapters(app, env) -> dict[str, Path]:
+def _chapters(env) -> dict[str, tuple[Path, str]]:
+    """The pages that are notebooks: docname -> (path, source)."""
     found = {}
     for docname in sorted(env.found_docs):
         path = Path(env.doc2path(docname))
-        if path.suffix == ".md" and "```{code-cell}" in path.read_text():
-            found[docname] = path
+        source = path.read_text() if path.suffix == ".md" else ""
+        if "```{code-cell}" in source:
+            found[docname] = (path, source)
     return found
 
 
@@ -179,7 +180,9 @@ def outdated(app, env, added, changed, removed):
     graph = PackageGraph()
     store = _store_path(app)
     old = json.loads(store.read_text()) if store.is_file() else {}
-    new = {name: fingerprint(path.read_text(), graph) for name, path in _chapters(app, env).items()}
+    chapters = _chapters(env)
+    app.env.jaxguide_chapters = {name: path for name, (path, _) in chapters.items()}
+    new = {name: fingerprint(source, graph) for name, (_, source) in chapters.items()}
     app.env.jaxguide_fingerprints = new
     stale = [d for d in new if (old.get(d) or {}).get("digest") != new[d]["digest"]]
     app.env.jaxguide_stale = stale
@@ -215,7 +218,7 @@ def preexecute(app, env, added, changed, removed):
 
     # Only pages Sphinx is about to read can need executing: new, edited or stale ones.
     candidates = set(added) | set(changed) | set(getattr(app.env, "jaxguide_stale", ()))
-    chapters = {d: p for d, p in _chapters(app, env).items() if d in candidates}
+    chapters = {d: p for d, p in app.env.jaxguide_chapters.items() if d in candidates}
     if len(chapters) < 2:
         return []
     cache = get_cache(app.env.mystnb_config.execution_cache_path)

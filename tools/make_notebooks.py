@@ -87,7 +87,6 @@ def notebook(name: str) -> str:
         cells.append(cell)
     for i, cell in enumerate(cells):
         cell.id = f"{name}-{i}"
-        cell.pop("attachments", None)
     out = nbformat.v4.new_notebook(
         cells=cells,
         metadata={

@@ -5,7 +5,7 @@ Small, reusable pieces the chapters call for what repeats:
 * :mod:`jaxguide.devices` - ``setup_devices(n)``: real accelerators or simulated CPU devices.
 * :mod:`jaxguide.timing` - ``benchmark(fn, *args)``: warm-up, ``block_until_ready``,
   median of repeats; ``compare``, ``table`` and ``plot_timings`` to report them.
-* :mod:`jaxguide.provenance` - what produced a page: versions, devices, time.
+* :mod:`jaxguide.runinfo` - ``provenance()``: what produced a page (versions, devices, time).
 * :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
 * :mod:`jaxguide.models`, :mod:`jaxguide.data` - linear and logistic regression, and
@@ -17,7 +17,7 @@ Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
 the device count.
 """
 
-from jaxguide.provenance import provenance
+from jaxguide.runinfo import provenance
 from jaxguide.devices import DeviceSetup, DeviceSetupError, describe_devices, setup_devices
 from jaxguide.timing import Timing, benchmark, compare, format_seconds, glue, plot_timings
 

@@ -4,7 +4,7 @@ The book's chapters end with a hidden cell that glues :func:`provenance` into a 
 box at the top of the page, so every page says what its outputs were computed with.
 
 Example:
-    >>> from jaxguide.provenance import provenance
+    >>> from jaxguide.runinfo import provenance
     >>> p = provenance()
     >>> p.jax_version == __import__("jax").__version__
     True
