@@ -9,7 +9,10 @@ Small, reusable pieces the chapters call for what repeats:
 * :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
 * :mod:`jaxguide.models`, :mod:`jaxguide.data` - linear and logistic regression, and
-  synthetic data sets made from a key.
+  synthetic data sets made from a key (regression sets, spirals, step-indexed batches).
+* :mod:`jaxguide.nn`, :mod:`jaxguide.train` - a pure-JAX MLP; a jitted optax step, a
+  training loop with progress lines and data parallelism, orbax checkpoints that
+  refuse to overwrite, and training plots.
 * :mod:`jaxguide.sharding` - pictures of shardings drawn from ``addressable_shards``,
   the book's notation ``A[I_x, J_y]``, and checked mesh and batch helpers.
 

@@ -1,0 +1,289 @@
+"""jaxguide.data (spirals, batches), jaxguide.nn and jaxguide.train: training converges,
+data parallelism matches one device, checkpoints round-trip exactly, bad input is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxguide import data, nn, train
+
+
+@pytest.fixture(scope="module")
+def spirals():
+    x, y = data.spirals(jax.random.key(0), 1200)
+    return data.train_test_split(x, y, test_fraction=0.25, seed=0)
+
+
+# ------------------------------------------------------------------- data
+
+
+def test_spirals_are_deterministic_and_balanced():
+    x1, y1 = data.spirals(jax.random.key(3), 601, n_classes=4)
+    x2, y2 = data.spirals(jax.random.key(3), 601, n_classes=4)
+    np.testing.assert_array_equal(x1, x2)
+    np.testing.assert_array_equal(y1, y2)
+    assert x1.shape == (601, 2) and x1.dtype == np.float32 and y1.dtype == np.int32
+    assert np.bincount(y1).tolist() == [151, 150, 150, 150]
+    assert np.all(np.linalg.norm(x1, axis=1) <= 1.0 + 1e-6)
+    x3, _ = data.spirals(jax.random.key(4), 601, n_classes=4)
+    assert not np.array_equal(x1, x3)
+
+
+def test_train_test_split_partitions_the_examples():
+    x = np.arange(20.0)[:, None]
+    y = np.arange(20)
+    (xa, ya), (xb, yb) = data.train_test_split(x, y, test_fraction=0.25, seed=1)
+    assert len(xb) == 5 and len(xa) == 15
+    assert sorted(ya.tolist() + yb.tolist()) == list(range(20))
+    np.testing.assert_array_equal(xa[:, 0], ya)       # rows stay paired
+
+
+def test_batch_at_is_a_pure_function_of_the_step_and_covers_each_epoch():
+    x = np.arange(10.0)
+    first = [data.batch_at(x, s, batch_size=3, seed=5) for s in range(3)]   # one epoch: 3 batches
+    again = [data.batch_at(x, s, batch_size=3, seed=5) for s in (2, 0, 1)]
+    np.testing.assert_array_equal(first[2], again[0])
+    np.testing.assert_array_equal(first[0], again[1])
+    seen = np.concatenate(first)
+    assert len(set(seen.tolist())) == 9                  # no repeats inside an epoch; one left over
+    assert not np.array_equal(data.batch_at(x, 3, batch_size=3, seed=5), first[0])  # new order next epoch
+    bx, by = data.batch_at((x, x * 2), 4, batch_size=3, seed=5)
+    np.testing.assert_array_equal(by, bx * 2)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: data.batch_at(np.ones(10), 0, batch_size=11), "batch_size=11 is larger than the 10 examples"),
+        (lambda: data.batch_at(np.ones(10), -1, batch_size=2), "step"),
+        (lambda: data.batch_at((np.ones(10), np.ones(9)), 0, batch_size=2), "same length"),
+        (lambda: data.spirals(jax.random.key(0), 100, n_classes=1), "n_classes >= 2"),
+        (lambda: data.train_test_split(np.ones(4), np.ones(5)), "x has 4 examples but y has 5"),
+        (lambda: data.train_test_split(np.ones(4), np.ones(4), test_fraction=1.5), "test_fraction"),
+    ],
+)
+def test_data_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# ------------------------------------------------------------------- nn
+
+
+def test_mlp_matches_a_numpy_forward_pass():
+    params = nn.init_mlp(jax.random.key(0), (2, 5, 3))
+    x = np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32)
+    w1, b1, w2, b2 = (np.asarray(params[i][k]) for i in (0, 1) for k in ("w", "b"))
+    expected = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    np.testing.assert_allclose(nn.mlp(params, x), expected, rtol=1e-5, atol=1e-6)
+    labels = np.array([0, 2, 1, 1])
+    log_p = expected - np.log(np.exp(expected).sum(axis=1, keepdims=True))
+    assert float(nn.cross_entropy(jnp.asarray(expected), labels)) == pytest.approx(-log_p[np.arange(4), labels].mean(), rel=1e-5)
+    assert float(nn.accuracy(jnp.asarray(expected), labels)) == np.mean(expected.argmax(1) == labels)
+
+
+def test_nn_errors_name_the_mismatch():
+    params = nn.init_mlp(jax.random.key(0), (3, 4, 2))
+    with pytest.raises(ValueError, match="the data has 2 features .* first layer expects 3"):
+        nn.mlp(params, jnp.ones((5, 2)))
+    with pytest.raises(ValueError, match="labels of shape \\(4,\\) do not match logits of shape \\(5, 2\\)"):
+        nn.cross_entropy(jnp.ones((5, 2)), jnp.zeros(4, dtype=jnp.int32))
+    with pytest.raises(TypeError, match="integer class indices"):
+        nn.accuracy(jnp.ones((5, 2)), jnp.zeros(5))
+    with pytest.raises(ValueError, match="at least two positive ints"):
+        nn.init_mlp(jax.random.key(0), (3,))
+
+
+# ------------------------------------------------------------------- train
+
+
+def test_training_converges(spirals):
+    (x, y), (xt, yt) = spirals
+    params = nn.init_mlp(jax.random.key(1), (2, 64, 64, 3))
+    optimizer = optax.adamw(3e-3, weight_decay=1e-4)
+    lines = []
+    evaluate = jax.jit(lambda p: {"acc": nn.accuracy(nn.mlp(p, xt), yt)})
+    params, _, history = train.fit(
+        train.make_step(nn.classifier_loss, optimizer), params, optimizer.init(params), (x, y),
+        steps=800, batch_size=64, log_every=200, evaluate=evaluate, print_fn=lines.append,
+    )
+    assert len(lines) == 4 and lines[-1].startswith("step   800/800")
+    assert history.steps == list(range(1, 801)) and len(history.loss) == 800
+    assert history.eval_steps == [200, 400, 600, 800]
+    assert np.mean(history.loss[-50:]) < 0.3 * np.mean(history.loss[:50])
+    accuracy = float(nn.accuracy(nn.mlp(params, xt), yt))
+    assert accuracy > 0.95, accuracy
+    assert history.metrics["acc"][-1] == pytest.approx(accuracy)
+    assert history.steps_per_second > 0
+
+
+def test_make_step_is_one_optax_update():
+    params = nn.init_mlp(jax.random.key(0), (2, 4, 3))
+    batch = (jnp.ones((8, 2)), jnp.zeros(8, dtype=jnp.int32))
+    step = train.make_step(nn.classifier_loss, optax.sgd(0.5), jit=False)
+    new, _, loss = step(params, optax.sgd(0.5).init(params), batch)
+    grads = jax.grad(nn.classifier_loss)(params, batch)
+    for p, g, n in zip(jax.tree.leaves(params), jax.tree.leaves(grads), jax.tree.leaves(new)):
+        np.testing.assert_allclose(n, p - 0.5 * g, rtol=1e-6)
+    assert float(loss) == pytest.approx(float(nn.classifier_loss(params, batch)))
+
+
+def test_train_argument_errors():
+    params = nn.init_mlp(jax.random.key(0), (2, 4, 3))
+    opt = optax.sgd(0.1)
+    step = train.make_step(nn.classifier_loss, opt)
+    xy = (np.ones((16, 2), np.float32), np.zeros(16, np.int32))
+    with pytest.raises(TypeError, match="optax GradientTransformation"):
+        train.make_step(nn.classifier_loss, "adam")
+    with pytest.raises(ValueError, match="fit\\(steps=...\\)"):
+        train.fit(step, params, opt.init(params), xy, steps=0, batch_size=4)
+    with pytest.raises(ValueError, match="batch_size=32 is larger than the 16 examples"):
+        train.fit(step, params, opt.init(params), xy, steps=1, batch_size=32)
+    with pytest.raises(ValueError, match="the data has 2 features .* expects 5"):
+        wide = nn.init_mlp(jax.random.key(0), (5, 4, 3))
+        train.fit(step, wide, opt.init(wide), xy, steps=1, batch_size=4, log_every=None)
+
+
+def _state(seed=0):
+    params = nn.init_mlp(jax.random.key(seed), (2, 8, 3))
+    return {"params": params, "opt_state": optax.adamw(1e-3).init(params)}
+
+
+def test_checkpoint_round_trip_is_exact(tmp_path):
+    state = _state()
+    state["opt_state"] = optax.adamw(1e-3).update(jax.tree.map(jnp.ones_like, state["params"]),
+                                                  state["opt_state"], state["params"])[1]
+    folder = train.save_checkpoint(tmp_path / "run", 7, state)
+    assert folder == (tmp_path / "run" / "7").absolute() and folder.is_dir()
+    assert train.checkpoint_steps(tmp_path / "run") == [7]
+    restored, step = train.restore_checkpoint(tmp_path / "run", jax.eval_shape(lambda: _state(1)))
+    assert step == 7
+    assert jax.tree.structure(restored) == jax.tree.structure(state)
+    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state)):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+def test_resumed_training_equals_uninterrupted(tmp_path, spirals):
+    (x, y), _ = spirals
+    opt = optax.adamw(3e-3)
+    step = train.make_step(nn.classifier_loss, opt)
+    p0 = nn.init_mlp(jax.random.key(2), (2, 16, 3))
+    p, s, _ = train.fit(step, p0, opt.init(p0), (x, y), steps=40, batch_size=32, log_every=None)
+    train.save_checkpoint(tmp_path, 40, {"p": p, "s": s})
+    restored, at = train.restore_checkpoint(tmp_path, {"p": p0, "s": opt.init(p0)})
+    p_resumed, _, h_resumed = train.fit(step, restored["p"], restored["s"], (x, y), steps=40, start=at,
+                                        batch_size=32, log_every=None)
+    p_straight, _, h_straight = train.fit(step, p0, opt.init(p0), (x, y), steps=80, batch_size=32, log_every=None)
+    assert h_resumed.loss == h_straight.loss[40:]
+    for a, b in zip(jax.tree.leaves(p_resumed), jax.tree.leaves(p_straight)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_checkpoint_refuses_a_foreign_directory_and_overwrites_nothing(tmp_path):
+    (tmp_path / "results.csv").write_text("keep me")
+    with pytest.raises(train.CheckpointError, match="holds something other than checkpoints \\(results.csv\\)"):
+        train.save_checkpoint(tmp_path, 0, _state())
+    assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]
+    assert (tmp_path / "results.csv").read_text() == "keep me"
+    with pytest.raises(train.CheckpointError):
+        train.restore_checkpoint(tmp_path, _state())
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    with pytest.raises(train.CheckpointError, match="is a file, not a directory"):
+        train.save_checkpoint(target, 0, _state())
+
+
+def test_checkpoint_refuses_to_overwrite_a_step(tmp_path):
+    train.save_checkpoint(tmp_path, 3, _state(0))
+    with pytest.raises(train.CheckpointError, match="step 3 is already saved"):
+        train.save_checkpoint(tmp_path, 3, _state(1))
+    restored, _ = train.restore_checkpoint(tmp_path, _state(0))
+    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(_state(0))):
+        np.testing.assert_array_equal(a, b)             # still step 3 of the first save
+
+
+def test_restore_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoints"):
+        train.restore_checkpoint(tmp_path / "missing", _state())
+    train.save_checkpoint(tmp_path, 1, _state())
+    with pytest.raises(FileNotFoundError, match="step 2 is not in .*saved steps: \\[1\\]"):
+        train.restore_checkpoint(tmp_path, _state(), step=2)
+
+
+def test_plots(spirals):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    (x, y), _ = spirals
+    history = train.History(steps=[1, 2, 3], loss=[1.0, 0.5, 0.25], eval_steps=[3], metrics={"acc": [0.9]})
+    fig = train.plot_history(history)
+    assert len(fig.axes) == 2
+    params = nn.init_mlp(jax.random.key(0), (2, 8, 3))
+    ax = train.plot_decision_boundary(lambda p: nn.mlp(params, p), x[:50], y[:50], resolution=20)
+    assert ax.collections
+    with pytest.raises(ValueError, match="expected x of shape \\(n, 2\\)"):
+        train.plot_decision_boundary(lambda p: p, np.ones((5, 3)), np.ones(5))
+    with pytest.raises(TypeError, match="History returned by fit"):
+        train.plot_history([1, 2])
+
+
+DATA_PARALLEL = r'''
+import jaxguide
+jaxguide.setup_devices(8)
+import jax, jax.numpy as jnp, numpy as np, optax
+from jax import lax
+from jax.sharding import PartitionSpec as P
+from jaxguide import data, nn, train
+from jaxguide.sharding import make_mesh, split_batch
+
+x, y = data.spirals(jax.random.key(0), 800)
+params = nn.init_mlp(jax.random.key(1), (2, 32, 3))
+opt = optax.adamw(3e-3)
+step = train.make_step(nn.classifier_loss, opt)
+mesh = make_mesh((8,), ("x",))
+kw = dict(steps=60, batch_size=64, log_every=None)
+p1, _, h1 = train.fit(step, params, opt.init(params), (x, y), **kw)
+p2, _, h2 = train.fit(step, params, opt.init(params), (x, y), mesh=mesh, **kw)
+assert p2[0]["w"].sharding.is_fully_replicated and len(p2[0]["w"].sharding.device_set) == 8
+np.testing.assert_allclose(h2.loss, h1.loss, atol=1e-5, rtol=0)
+
+def pstep(p, s, b):
+    loss, g = jax.value_and_grad(nn.classifier_loss)(p, b)
+    g, loss = lax.pmean((g, loss), "d")
+    u, s = opt.update(g, s, p)
+    return optax.apply_updates(p, u), s, loss
+pm = jax.pmap(pstep, axis_name="d", in_axes=(None, None, 0), out_axes=(None, None, None))
+_, _, h3 = train.fit(pm, params, opt.init(params), (x, y), place=split_batch, **kw)
+np.testing.assert_allclose(h3.loss, h1.loss, atol=1e-5, rtol=0)
+
+for bad, parts in [(60, 8), (12, 8)]:
+    try:
+        train.fit(step, params, opt.init(params), (x, y), steps=1, batch_size=bad, mesh=mesh)
+    except ValueError as e:
+        assert f"a batch of {bad} examples does not divide across {parts} devices" in str(e), e
+    else:
+        raise AssertionError("no error")
+try:
+    train.fit(step, params, opt.init(params), (x, y), steps=1, batch_size=64, mesh=mesh, axis="data")
+except ValueError as e:
+    assert "the mesh has axes ('x',), not 'data'" in str(e), e
+else:
+    raise AssertionError("no error")
+print("DATA-PARALLEL OK")
+'''
+
+
+def test_data_parallel_fit_matches_one_device():
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(DATA_PARALLEL)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "DATA-PARALLEL OK" in result.stdout
