@@ -1,6 +1,7 @@
 # jaxguide: two commands on a fresh machine with Python 3.11, pip and make.
 #   make book   build the HTML book into _build/html (executes every chapter)
-#   make test   run the test suite: unit tests + a strict build of the whole book
+#   make test   run the test suite: unit tests, a strict build of the whole book, and
+#               the built site checked in headless Chromium
 # Both create the environment from uv.lock first (in .venv, with uv in .tools).
 
 PYTHON ?= python3.11
@@ -10,7 +11,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test serve clean notebooks
+.PHONY: env book test serve clean notebooks browser-deps
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -25,8 +26,18 @@ env: $(VENV)/.synced
 book: env
 	$(VENV)/bin/jupyter-book build book/
 
-test: env
+test: env browser-deps
 	$(VENV)/bin/python -m pytest
+
+# The browser tests drive Debian's chromium with Playwright (no browser download).
+# Set JAXGUIDE_CHROMIUM to use another Chromium or Chrome binary instead.
+browser-deps:
+	@if [ -n "$$JAXGUIDE_CHROMIUM" ] && [ -x "$$JAXGUIDE_CHROMIUM" ]; then exit 0; fi; \
+	if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	echo "Installing Chromium for the browser tests (apt-get install chromium) ..."; \
+	SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
+	  || { echo "Could not install chromium: install it, or set JAXGUIDE_CHROMIUM to a Chromium binary."; exit 1; }
 
 serve:
 	@test -f _build/html/index.html || { echo "No _build/html yet: run 'make book' first."; exit 1; }

@@ -70,3 +70,22 @@ def book_copy(tmp_path) -> Path:
     shutil.copytree(ROOT / "book", dst / "book", symlinks=True)
     shutil.copytree(ROOT / "tools", dst / "tools")
     return dst
+
+
+_SESSION_START = time.time()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say what the browser suite measured, when it ran in this session."""
+    report = ROOT / "_build" / "test-output" / "browser" / "report.json"
+    if not report.is_file() or report.stat().st_mtime < _SESSION_START:
+        return
+    import json
+
+    data = json.loads(report.read_text())
+    terminalreporter.write_sep("-", "browser checks")
+    terminalreporter.write_line(
+        f"{data['pages_checked']} pages opened in Chromium in {data['browser_seconds']} s; heaviest chapter page: "
+        f"{data['heaviest_chapter']}.html, {data['heaviest_chapter_bytes']:,} bytes transferred (uncompressed, no cache); "
+        f"screenshots and report.json in {report.parent.relative_to(ROOT)}/"
+    )

@@ -1,0 +1,338 @@
+"""The built site in a real browser: headless Chromium (Debian's ``chromium``) driven by
+Playwright, on the strict test build served from 127.0.0.1.
+
+Every page: no console errors, no request to any other host, every image loads, every
+internal link and anchor resolves, code cells and their outputs are visible. Once: search
+finds ``shard_map``, the Colab button opens the chapter's notebook, the dark-mode switch
+works, copy buttons copy. Screenshots and a report (pages checked, bytes per page, run
+time) are written to ``_build/test-output/browser/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from bookcheck import ROOT
+from conftest import chapters
+
+pytestmark = [pytest.mark.book, pytest.mark.browser]
+
+OUT = ROOT / "_build" / "test-output" / "browser"
+CHAPTERS = [c for c in chapters() if c not in ("index", "report")]
+PAGES = chapters() + ["search", "genindex"]
+# The heaviest chapter page may transfer at most this much (uncompressed, no cache).
+PAGE_BUDGET = 1_000_000
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str | None:
+    found = os.environ.get("JAXGUIDE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    return found if Path(found).is_file() else None
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site(book):
+    """The test build's HTML served on 127.0.0.1 (a free port)."""
+    base, server = serve(book.html)
+    yield base
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium_path()
+    if path is None:
+        pytest.fail("no Chromium: install it with `make browser-deps` (Debian's chromium package), "
+                    "or set JAXGUIDE_CHROMIUM to its path.", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with sync_playwright() as pw:
+        chrome = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield chrome
+        chrome.close()
+    report = _report()
+    report["browser_seconds"] = round(time.perf_counter() - start, 1)
+    (OUT / "report.json").write_text(json.dumps(report, indent=2))
+
+
+_VISITS: dict[str, dict] = {}
+
+
+def _report() -> dict:
+    sizes = {name: v["bytes"] for name, v in _VISITS.items()}
+    heaviest = max((c for c in sizes if c in CHAPTERS), key=sizes.get, default=None)
+    return {
+        "pages_checked": len(_VISITS),
+        "bytes_per_page": sizes,
+        "heaviest_chapter": heaviest,
+        "heaviest_chapter_bytes": sizes.get(heaviest),
+    }
+
+
+def _new_page(browser, **options):
+    """A fresh context (empty cache) whose page records console errors and requests;
+    requests to any host but 127.0.0.1 are recorded and refused."""
+    context = browser.new_context(**options)
+    page = context.new_page()
+    log = {"errors": [], "external": [], "failed": [], "bytes": {}, "status": {}}
+
+    def route(r):
+        host = urlsplit(r.request.url).hostname
+        if host == "127.0.0.1" or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            log["external"].append(r.request.url)
+            r.abort()
+
+    def finished(request):
+        response = request.response()
+        if response is not None:
+            log["status"][request.url] = response.status
+            try:
+                log["bytes"][request.url] = len(response.body())
+            except Exception:  # a redirect has no body
+                log["bytes"][request.url] = 0
+
+    page.route("**/*", route)
+    page.on("console", lambda m: log["errors"].append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: log["errors"].append(f"uncaught: {e}"))
+    page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} ({r.failure})"))
+    page.on("requestfinished", finished)
+    return context, page, log
+
+
+VISIBILITY = """() => {
+  const shown = e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length)
+                     && getComputedStyle(e).visibility !== 'hidden';
+  // Cells inside a collapsed solution or toggle are hidden on purpose.
+  const cells = [...document.querySelectorAll('div.cell')].filter(c => !c.closest('details, .toggle-hidden'));
+  const inputs = cells.map(c => c.querySelector('.cell_input')).filter(Boolean);
+  const outputs = cells.map(c => c.querySelector('.cell_output')).filter(Boolean);
+  return {inputs: inputs.length, hidden_inputs: inputs.filter(e => !shown(e)).length,
+          outputs: outputs.length, hidden_outputs: outputs.filter(e => !shown(e)).length};
+}"""
+
+BROKEN_IMAGES = """async () => {
+  for (const img of document.images) { img.loading = 'eager'; }
+  await Promise.all([...document.images].map(img => img.complete ? null : new Promise(r => {
+    img.addEventListener('load', r); img.addEventListener('error', r); })));
+  return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src);
+}"""
+
+
+@functools.lru_cache(maxsize=None)
+def _ids(html_file: Path) -> frozenset[str]:
+    soup = BeautifulSoup(html_file.read_text(encoding="utf-8"), "html.parser")
+    return frozenset([t["id"] for t in soup.select("[id]")] + [t["name"] for t in soup.select("a[name]")])
+
+
+def _broken_links(root: Path, site: str, hrefs: list[str]) -> list[str]:
+    broken = []
+    for href in sorted(set(hrefs)):
+        if not href.startswith(site):
+            continue  # external links are not followed (and not loaded)
+        parts = urlsplit(href)
+        target = root / unquote(parts.path.lstrip("/"))
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            broken.append(f"{href}: no such file")
+        elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _ids(target):
+            broken.append(f"{href}: no element with id {parts.fragment!r}")
+    return broken
+
+
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a free port); returns ``(base_url, server)``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/", server
+
+
+def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool) -> tuple[list[str], int]:
+    """Open ``name.html`` in a fresh context; return what is wrong with it, and the
+    bytes it transferred. Each problem is one line saying what and where."""
+    context, page, log = _new_page(browser)
+    try:
+        page.goto(base + f"{name}.html", wait_until="networkidle")
+        broken_images = page.evaluate(BROKEN_IMAGES)
+        hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+        cells = page.evaluate(VISIBILITY)
+    finally:
+        context.close()
+    problems = list(log["errors"])
+    problems += [f"request to another host: {u}" for u in log["external"]]
+    problems += [f"failed request: {u}" for u in log["failed"] if not any(u.startswith(x) for x in log["external"])]
+    problems += [f"HTTP {s}: {u}" for u, s in log["status"].items() if s >= 400]
+    problems += [f"image did not load: {u}" for u in broken_images]
+    problems += [f"broken link {b}" for b in _broken_links(root, base, hrefs)]
+    if chapter:
+        if not (cells["inputs"] and cells["outputs"]):
+            problems.append(f"no code cells or no outputs: {cells}")
+        if cells["hidden_inputs"] or cells["hidden_outputs"]:
+            problems.append(f"invisible code cells or outputs: {cells}")
+    return problems, sum(log["bytes"].values())
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_the_browser(browser, site, book, name):
+    problems, size = page_problems(browser, site, book.html, name, chapter=name in CHAPTERS)
+    _VISITS.setdefault(name, {})["bytes"] = size
+    assert problems == []
+
+
+BAD_PAGE = """<!doctype html><html><head><title>bad</title></head><body>
+<script>console.error("planted error");</script>
+<img src="missing.png" alt="missing">
+<img src="https://example.invalid/remote.png" alt="remote">
+<a href="good.html#nowhere">dangling anchor</a> <a href="absent.html">missing page</a> <a href="#here">fine</a>
+<div class="cell"><div class="cell_input"><pre>x = 1</pre></div>
+<div class="cell_output" style="display:none"><pre>hidden output</pre></div></div>
+<p id="here">here</p></body></html>"""
+
+
+def test_page_checks_catch_planted_problems(browser, tmp_path):
+    """Every check above fails on a page that has the problem it looks for."""
+    (tmp_path / "bad.html").write_text(BAD_PAGE)
+    (tmp_path / "good.html").write_text("<!doctype html><title>good</title><p id='top'>ok</p>")
+    base, server = serve(tmp_path)
+    try:
+        problems, _ = page_problems(browser, base, tmp_path, "bad", chapter=True)
+        clean, _ = page_problems(browser, base, tmp_path, "good", chapter=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    text = "\n".join(problems)
+    assert "console.error: planted error" in text
+    assert "request to another host: https://example.invalid/remote.png" in text
+    assert "HTTP 404" in text and "image did not load" in text and "missing.png" in text
+    assert "good.html#nowhere: no element with id 'nowhere'" in text
+    assert "absent.html: no such file" in text
+    assert "#here" not in text
+    assert "invisible code cells or outputs" in text
+    assert clean == []
+
+
+def test_pages_are_light(browser, site):
+    """The heaviest chapter page, uncompressed and uncached, stays within the budget."""
+    sizes = {}
+    for name in CHAPTERS:
+        context, page, log = _new_page(browser)
+        try:
+            page.goto(site + f"{name}.html", wait_until="networkidle")
+        finally:
+            context.close()
+        sizes[name] = sum(log["bytes"].values())
+        assert not any("fontawesome.js" in u or "mathjax" in u.lower() for u in log["bytes"]), name
+        _VISITS.setdefault(name, {})["bytes"] = sizes[name]
+    heaviest = max(sizes, key=sizes.get)
+    assert sizes[heaviest] <= PAGE_BUDGET, f"{heaviest}.html transfers {sizes[heaviest]:,} bytes"
+
+
+def test_search_finds_shard_map(browser, site):
+    context, page, log = _new_page(browser)
+    try:
+        page.goto(site + "search.html?q=shard_map", wait_until="networkidle")
+        page.wait_for_selector("ul.search li a", timeout=20_000)
+        hits = page.eval_on_selector_all("ul.search li a", "links => links.map(a => a.getAttribute('href'))")
+    finally:
+        context.close()
+    assert any(h.split("#")[0].split("?")[0] == "shard_map.html" for h in hits), hits
+    assert log["errors"] == [] and log["external"] == []
+
+
+def test_colab_button_opens_the_chapter_notebook(browser, site):
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    owner_repo = cfg["url"].removeprefix("https://github.com/")
+    expected = f"https://colab.research.google.com/github/{owner_repo}/blob/{cfg['branch']}/notebooks/training.ipynb"
+    context, page, log = _new_page(browser)
+    try:
+        page.goto(site + "training.html", wait_until="networkidle")
+        page.hover("button[aria-label='Launch interactive content']")
+        link = page.locator("a[href*='colab.research.google.com']")
+        link.wait_for(state="visible", timeout=5_000)
+        assert link.count() == 1 and link.get_attribute("href") == expected
+    finally:
+        context.close()
+    assert (ROOT / "notebooks" / "training.ipynb").is_file()
+
+
+def test_dark_mode_switch_and_screenshots(browser, site):
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900}, color_scheme="light")
+    try:
+        page.goto(site + "training.html", wait_until="networkidle")
+        theme = lambda: page.evaluate("document.documentElement.dataset.theme")  # noqa: E731
+        background = lambda: page.evaluate("getComputedStyle(document.body).backgroundColor")  # noqa: E731
+        assert theme() == "light"
+        light_bg = background()
+        page.screenshot(path=str(OUT / "training-light.png"))
+        page.click("button.theme-switch-button")
+        page.wait_for_function("document.documentElement.dataset.theme === 'dark'", timeout=5_000)
+        assert background() != light_bg
+        page.screenshot(path=str(OUT / "training-dark.png"))
+        page.goto(site + "sharding.html", wait_until="networkidle")   # the choice is remembered
+        assert theme() == "dark"
+        page.screenshot(path=str(OUT / "sharding-dark.png"))
+    finally:
+        context.close()
+    assert log["errors"] == []
+
+
+def test_phone_width(browser, site):
+    context, page, log = _new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True,
+                                   device_scale_factor=2)
+    try:
+        for name in ("index", "sharding"):
+            page.goto(site + f"{name}.html", wait_until="networkidle")
+            page.screenshot(path=str(OUT / f"{name}-phone.png"))
+            # The page itself does not scroll sideways (wide code and outputs scroll in their boxes).
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 1, (name, overflow)
+    finally:
+        context.close()
+    assert log["errors"] == []
+
+
+def test_copy_buttons_copy_the_code(browser, site):
+    context, page, log = _new_page(browser)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.rstrip("/"))
+    try:
+        page.goto(site + "numpy.html", wait_until="networkidle")
+        blocks = page.locator("div.cell_input div.highlight")
+        buttons = page.locator("div.cell_input button.copybtn")
+        assert blocks.count() > 5 and buttons.count() == blocks.count()
+        code = page.locator("div.cell_input div.highlight pre").first.inner_text()
+        page.locator("div.cell_input div.highlight").first.hover()
+        buttons.first.click()
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied.strip() == code.strip() and "import" in copied
+    finally:
+        context.close()
