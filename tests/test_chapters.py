@@ -81,7 +81,7 @@ def test_random(book):
     assert len(soup.select("div.cell_output img")) >= 1
 
 
-@pytest.mark.parametrize("chapter", ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "training"])
+@pytest.mark.parametrize("chapter", ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "training", "multiprocess"])
 def test_exercises_have_hidden_executed_solutions(book, chapter):
     soup = BeautifulSoup(book.page(chapter), "html.parser")
     exercises = soup.select("div.exercise")
@@ -180,6 +180,28 @@ def test_training(book):
     assert len(images(book, "training")) >= 5
 
 
+def test_multiprocess(book):
+    text = page_text(book, "multiprocess")
+    g = glued(book, "multiprocess")
+    # Both processes' outputs are on the page, each with its own local devices.
+    for p, devices in ((0, "[0, 1, 2, 3]"), (1, "[2048, 2049, 2050, 2051]")):
+        assert f"── process {p} (exit 0) ── process {p} of 2 local devices: {devices}" in text
+    expected = np.arange(8.0).sum() + (np.arange(8.0) + 100).sum()
+    assert g["global_sum"] == f"{expected:g}"
+    assert text.count(f"shard_map psum: {expected}") >= 2 and text.count(f"jit sum: {expected}") >= 2
+    assert text.count("process_allgather: [[0, 0], [1, 10]]") >= 2
+    # The training run across processes matched the single-process one, asserted on the page.
+    assert re.search(r"two processes x 4 devices vs one process: largest loss difference over 100 steps (\S+) \(tolerance 1e-05\)", text)
+    assert float(g["mp_worst"]) <= 1e-5
+    for p in (0, 1):
+        assert f"process {p}: step 100, loss" in text
+    # The launcher's three failure paths, each a LaunchError the prose names.
+    assert "process 1 of 2 exited with code 1" in text and "FileNotFoundError: data/shard-1.npz" in text
+    assert "timed out after 3 s" in text
+    assert "is already in use" in text
+    assert "all 4 processes: global sum 4912.0" in text
+
+
 def test_migration(book):
     text = page_text(book, "migration")
     for new in ("jax.Array", "NamedSharding", "jax.shard_map", "jax.tree.map", "jax.set_mesh", "jax.random.key"):
@@ -193,10 +215,10 @@ def test_migration(book):
         assert not any(old in source(c) for c in code), old
 
 
-DEVICES = {"autodiff": 1}  # every other chapter runs on 8 devices
+DEVICES = {"autodiff": 1, "multiprocess": 1}  # every other chapter runs on 8 devices
 
 
-@pytest.mark.parametrize("chapter", ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "training", "migration"])
+@pytest.mark.parametrize("chapter", ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "training", "multiprocess", "migration"])
 def test_provenance_box_at_the_top(book, chapter):
     import jax
     import jaxlib
@@ -219,7 +241,7 @@ def test_execution_report_lists_every_chapter(book):
     soup = BeautifulSoup(book.page("report"), "html.parser")
     rows = soup.select("table tbody tr")
     text = " ".join(soup.get_text(" ").split())
-    for chapter in ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "training", "migration"]:
+    for chapter in ["numpy", "transforms", "autodiff", "random", "pmap", "sharding", "shard_map", "training", "multiprocess", "migration"]:
         assert chapter in text, chapter
     assert len(rows) >= 8
     assert "✅" in text and "❌" not in text

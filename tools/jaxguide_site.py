@@ -59,10 +59,16 @@ def _mathml(self, node, display: str) -> str:
 
     latex = node.astext().strip()
     try:
-        return convert(latex, display=display)
+        mathml = convert(latex, display=display)
     except Exception as err:  # latex2mathml raises many types for unsupported input
         logger.warning(f"jaxguide_site: cannot render math {latex!r} as MathML: {err}", location=node)
         return f"<code>{self.encode(latex)}</code>"
+    # Keep the TeX source as an annotation: not drawn, but there for assistive
+    # technology, copying and text search (MathML's <semantics>).
+    head, _, rest = mathml.partition(">")
+    body = rest.rsplit("</math>", 1)[0]
+    return (f'{head}><semantics><mrow>{body}</mrow><annotation encoding="application/x-tex">'
+            f"{self.encode(latex)}</annotation></semantics></math>")
 
 
 def visit_math(self, node) -> None:

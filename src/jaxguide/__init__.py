@@ -13,6 +13,8 @@ Small, reusable pieces the chapters call for what repeats:
 * :mod:`jaxguide.nn`, :mod:`jaxguide.train` - a pure-JAX MLP; a jitted optax step, a
   training loop with progress lines and data parallelism, orbax checkpoints that
   refuse to overwrite, and training plots.
+* :mod:`jaxguide.distributed` - ``launch(program, n_processes)``: a multi-process JAX
+  system on 127.0.0.1, with every process stopped on a failure or timeout.
 * :mod:`jaxguide.sharding` - pictures of shardings drawn from ``addressable_shards``,
   the book's notation ``A[I_x, J_y]``, and checked mesh and batch helpers.
 

@@ -1,0 +1,246 @@
+"""Run a JAX program as several processes on this machine, the way a cluster would.
+
+:func:`launch` starts ``n_processes`` Python processes on 127.0.0.1, each told (through
+environment variables) the coordinator address, the number of processes, its own id
+and how many CPU devices to simulate. The program calls ``jax.distributed.initialize``
+with them (or :func:`initialize_from_env`) and the processes form one JAX system. The
+launcher picks a free port, collects each process's output, and stops every process
+when one fails or the time is up, so nothing is left running.
+
+Example (the program is a file; its processes print and exit):
+    >>> import pathlib, tempfile
+    >>> from jaxguide import distributed
+    >>> program = pathlib.Path(tempfile.mkdtemp()) / "hello.py"
+    >>> _ = program.write_text("import os; print('hello from', os.environ['JAXGUIDE_PROCESS_ID'])")
+    >>> [r.output.strip() for r in distributed.launch(program, n_processes=2, timeout=60)]
+    ['hello from 0', 'hello from 1']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["LaunchError", "ProcessResult", "free_port", "launch", "initialize_from_env", "format_outputs", "ENV"]
+
+HOST = "127.0.0.1"
+# The environment variables launch() sets in every process.
+ENV = {
+    "coordinator": "JAXGUIDE_COORDINATOR",
+    "num_processes": "JAXGUIDE_NUM_PROCESSES",
+    "process_id": "JAXGUIDE_PROCESS_ID",
+    "local_devices": "JAXGUIDE_LOCAL_DEVICES",
+}
+
+
+class LaunchError(RuntimeError):
+    """A launched process failed, the run timed out, or it could not start.
+
+    ``results`` holds what every process printed (and its exit code, ``None`` for a
+    process that was stopped).
+    """
+
+    def __init__(self, message: str, results: list[ProcessResult] | None = None):
+        super().__init__(message)
+        self.results = results or []
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessResult:
+    """One process of a :func:`launch`: its id, operating-system pid, exit code
+    (``None`` if it was stopped) and everything it printed."""
+
+    process_id: int
+    pid: int
+    returncode: int | None
+    output: str
+    seconds: float
+
+    def tail(self, lines: int = 12) -> str:
+        return "\n".join(self.output.rstrip().splitlines()[-lines:])
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"launch({name}=...): expected an int >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def _command(program) -> list[str]:
+    if isinstance(program, (str, os.PathLike)) and str(program).endswith(".py"):
+        path = Path(program)
+        if not path.is_file():
+            raise FileNotFoundError(f"launch: no program file {path}.")
+        return [sys.executable, "-u", str(path.absolute())]
+    if isinstance(program, str) and program and all(part.isidentifier() for part in program.split(".")):
+        return [sys.executable, "-u", "-m", program]
+    raise TypeError(
+        f"launch(program=...): expected a path to a .py file or a module name such as 'pkg.module', got {program!r}."
+    )
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """Kill every process's whole group (what it started too, even after it exited) and reap it."""
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)   # start_new_session: the group id is the pid
+        except (ProcessLookupError, PermissionError):
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not time out
+            pass
+
+
+def launch(
+    program,
+    n_processes: int = 2,
+    *,
+    devices_per_process: int = 4,
+    timeout: float = 120.0,
+    port: int | None = None,
+    env: dict | None = None,
+) -> list[ProcessResult]:
+    """Run ``program`` as ``n_processes`` processes on 127.0.0.1 and wait for all of them.
+
+    Args:
+        program: a ``.py`` file, or a module name run as ``python -m module``.
+        n_processes: how many processes (JAX's ``num_processes``).
+        devices_per_process: CPU devices each process should simulate (passed in
+            ``JAXGUIDE_LOCAL_DEVICES``; the program sets ``jax_num_cpu_devices``).
+        timeout: seconds before every process is stopped and :class:`LaunchError` raised.
+        port: the coordinator's port on 127.0.0.1; ``None`` picks a free one. A port
+            already in use is refused before anything starts.
+        env: extra environment variables for the processes.
+
+    Returns:
+        One :class:`ProcessResult` per process, in process-id order.
+
+    Raises:
+        LaunchError: a process exited with an error (the others are stopped at once),
+            the run took longer than ``timeout``, or ``port`` is taken. The message
+            names the process and shows its last lines of output.
+    """
+    command = _command(program)
+    n = _check_int("n_processes", n_processes, 1)
+    devices = _check_int("devices_per_process", devices_per_process, 1)
+    if not isinstance(timeout, numbers.Real) or not timeout > 0:
+        raise ValueError(f"launch(timeout=...): expected a positive number of seconds, got {timeout!r}.")
+    if port is None:
+        port = free_port()
+    else:
+        port = _check_int("port", port, 1)
+        if _port_taken(port):
+            raise LaunchError(
+                f"launch: port {port} on {HOST} is already in use, so the coordinator cannot listen there; "
+                "pass port=None to pick a free port, or stop what is using it."
+            )
+    base_env = {**os.environ, **(env or {})}
+    base_env.update({ENV["coordinator"]: f"{HOST}:{port}", ENV["num_processes"]: str(n),
+                     ENV["local_devices"]: str(devices), "PYTHONUNBUFFERED": "1"})
+
+    logs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
+    procs: list[subprocess.Popen] = []
+    start = time.perf_counter()
+    ended: dict[int, float] = {}
+
+    def results() -> list[ProcessResult]:
+        out = []
+        for i, (p, log) in enumerate(zip(procs, logs)):
+            log.seek(0)
+            text = log.read().decode("utf-8", errors="replace")
+            out.append(ProcessResult(i, p.pid, p.returncode if i in ended else None, text,
+                                     ended.get(i, time.perf_counter() - start)))
+        return out
+
+    try:
+        for i in range(n):
+            procs.append(subprocess.Popen(
+                command, env={**base_env, ENV["process_id"]: str(i)}, stdout=logs[i],
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            ))
+        while True:
+            for i, p in enumerate(procs):
+                if p.poll() is not None and i not in ended:
+                    ended[i] = time.perf_counter() - start
+            failed = [i for i, p in enumerate(procs) if p.returncode not in (None, 0)]
+            if failed:
+                _stop(procs)
+                res = results()
+                first = res[failed[0]]
+                raise LaunchError(
+                    f"launch: process {first.process_id} of {n} exited with code {first.returncode}; "
+                    f"the other processes were stopped. Its last output:\n"
+                    f"{first.tail()}",
+                    res,
+                )
+            if len(ended) == n:
+                return results()
+            if time.perf_counter() - start > timeout:
+                _stop(procs)
+                res = results()
+                waiting = [r.process_id for r in res if r.process_id not in ended]
+                last = res[waiting[0]]
+                raise LaunchError(
+                    f"launch: timed out after {timeout:g} s; process(es) {waiting} of {n} were still running "
+                    f"and have been stopped. Last output of process {last.process_id}:\n{last.tail() or '(nothing)'}",
+                    res,
+                )
+            time.sleep(0.05)
+    finally:
+        _stop(procs)
+        for log in logs:
+            log.close()
+
+
+def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ("[Gloo]",)) -> str:
+    """Every process's output under a header, in process order, without lines that
+    start with one of ``drop`` (by default the Gloo library's connection messages).
+    Timings are left out (``ProcessResult.seconds`` has them), so the text is the same
+    on every run of a deterministic program."""
+    blocks = []
+    for r in results:
+        lines = [line for line in r.output.splitlines() if not line.startswith(drop)]
+        status = "exit 0" if r.returncode == 0 else ("stopped" if r.returncode is None else f"exit {r.returncode}")
+        blocks.append(f"── process {r.process_id} ({status}) ──\n" + "\n".join(lines))
+    return "\n".join(blocks)
+
+
+def initialize_from_env():
+    """In a process started by :func:`launch`: simulate its CPU devices and join the
+    others with ``jax.distributed.initialize``. Returns ``(process_id, num_processes)``.
+    Call it before any other JAX call."""
+    import jax
+
+    missing = [v for v in ENV.values() if v not in os.environ]
+    if missing:
+        raise RuntimeError(f"initialize_from_env: {missing} not set; start this program with jaxguide.distributed.launch.")
+    jax.config.update("jax_num_cpu_devices", int(os.environ[ENV["local_devices"]]))
+    process_id, n = int(os.environ[ENV["process_id"]]), int(os.environ[ENV["num_processes"]])
+    jax.distributed.initialize(coordinator_address=os.environ[ENV["coordinator"]], num_processes=n, process_id=process_id)
+    return process_id, n
