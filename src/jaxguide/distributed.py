@@ -56,16 +56,21 @@ class LaunchError(RuntimeError):
 @dataclasses.dataclass(frozen=True)
 class ProcessResult:
     """One process of a :func:`launch`: its id, operating-system pid, exit code
-    (``None`` if it was stopped) and everything it printed."""
+    (``None`` if it was stopped), what it printed, and its standard error apart (where
+    libraries log, e.g. Gloo's connection messages, and where tracebacks go)."""
 
     process_id: int
     pid: int
     returncode: int | None
     output: str
+    stderr: str
     seconds: float
 
     def tail(self, lines: int = 12) -> str:
-        return "\n".join(self.output.rstrip().splitlines()[-lines:])
+        """The last lines of standard output, then of standard error."""
+        out = self.output.rstrip().splitlines()[-lines:]
+        err = self.stderr.rstrip().splitlines()[-lines:]
+        return "\n".join(out + err)
 
 
 def free_port() -> int:
@@ -144,7 +149,7 @@ def launch(
     Raises:
         LaunchError: a process exited with an error (the others are stopped at once),
             the run took longer than ``timeout``, or ``port`` is taken. The message
-            names the process and shows its last lines of output.
+            names the process and shows its last lines of output and error.
     """
     command = _command(program)
     n = _check_int("n_processes", n_processes, 1)
@@ -164,25 +169,30 @@ def launch(
     base_env.update({ENV["coordinator"]: f"{HOST}:{port}", ENV["num_processes"]: str(n),
                      ENV["local_devices"]: str(devices), "PYTHONUNBUFFERED": "1"})
 
-    logs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
+    # Standard output and error go to separate files: C++ libraries write to stderr
+    # from their own threads, and a shared file would interleave their lines with prints.
+    outs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
+    errs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
     procs: list[subprocess.Popen] = []
     start = time.perf_counter()
     ended: dict[int, float] = {}
 
     def results() -> list[ProcessResult]:
         out = []
-        for i, (p, log) in enumerate(zip(procs, logs)):
-            log.seek(0)
-            text = log.read().decode("utf-8", errors="replace")
-            out.append(ProcessResult(i, p.pid, p.returncode if i in ended else None, text,
+        for i, p in enumerate(procs):
+            text = []
+            for f in (outs[i], errs[i]):
+                f.seek(0)
+                text.append(f.read().decode("utf-8", errors="replace"))
+            out.append(ProcessResult(i, p.pid, p.returncode if i in ended else None, *text,
                                      ended.get(i, time.perf_counter() - start)))
         return out
 
     try:
         for i in range(n):
             procs.append(subprocess.Popen(
-                command, env={**base_env, ENV["process_id"]: str(i)}, stdout=logs[i],
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                command, env={**base_env, ENV["process_id"]: str(i)}, stdout=outs[i],
+                stderr=errs[i], stdin=subprocess.DEVNULL, start_new_session=True,
             ))
         while True:
             for i, p in enumerate(procs):
@@ -214,13 +224,13 @@ def launch(
             time.sleep(0.05)
     finally:
         _stop(procs)
-        for log in logs:
-            log.close()
+        for f in outs + errs:
+            f.close()
 
 
-def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ("[Gloo]",)) -> str:
-    """Every process's output under a header, in process order, without lines that
-    start with one of ``drop`` (by default the Gloo library's connection messages).
+def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) -> str:
+    """Every process's standard output under a header, in process order, without lines
+    that start with one of ``drop``.
     Timings are left out (``ProcessResult.seconds`` has them), so the text is the same
     on every run of a deterministic program."""
     blocks = []
