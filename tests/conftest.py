@@ -82,10 +82,18 @@ def pytest_terminal_summary(terminalreporter):
         return
     import json
 
+    # Time spent in the browser tests themselves (their "call" phases): the book build
+    # they share with the other book tests is not counted.
+    calls = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+             if getattr(r, "when", "") == "call" and "browser" in r.keywords]
     data = json.loads(report.read_text())
+    data["browser_tests"] = len(calls)
+    data["browser_tests_seconds"] = round(sum(r.duration for r in calls), 1)
+    report.write_text(json.dumps(data, indent=2))
     terminalreporter.write_sep("-", "browser checks")
     terminalreporter.write_line(
-        f"{data['pages_checked']} pages opened in Chromium in {data['browser_seconds']} s; heaviest chapter page: "
-        f"{data['heaviest_chapter']}.html, {data['heaviest_chapter_bytes']:,} bytes transferred (uncompressed, no cache); "
-        f"screenshots and report.json in {report.parent.relative_to(ROOT)}/"
+        f"{data['browser_tests']} browser tests in {data['browser_tests_seconds']} s, "
+        f"{data['pages_checked']} pages opened in Chromium; heaviest chapter page: "
+        f"{data['heaviest_chapter']}.html, {data['heaviest_chapter_bytes']:,} bytes transferred "
+        f"(uncompressed, no cache); screenshots and report.json in {report.parent.relative_to(ROOT)}/"
     )

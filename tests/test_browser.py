@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import threading
-import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -73,13 +72,11 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
     with sync_playwright() as pw:
         chrome = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         yield chrome
         chrome.close()
-    report = _report()
-    report["browser_seconds"] = round(time.perf_counter() - start, 1)
+    report = {"chromium": path, **_report()}
     (OUT / "report.json").write_text(json.dumps(report, indent=2))
 
 

@@ -168,3 +168,23 @@ def test_initialize_from_env_outside_a_launch(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(RuntimeError, match="start this program with jaxguide.distributed.launch"):
         distributed.initialize_from_env()
+
+
+def test_python_prints_and_native_output_are_kept_apart(tmp_path):
+    """Native code writing to file descriptor 1 (as Gloo does, from its own threads)
+    lands in stderr, so what the program prints stays in order and unmixed."""
+    path = program(tmp_path, "mixed.py", """
+        import os, sys, threading
+        def native():
+            for _ in range(200):
+                os.write(1, b"[native] chatter\\n")
+        t = threading.Thread(target=native)
+        t.start()
+        for i in range(200):
+            print("line", i)
+        t.join()
+        print("to stderr", file=sys.stderr)
+    """)
+    (result,) = distributed.launch(path, n_processes=1, timeout=60)
+    assert result.output.splitlines() == [f"line {i}" for i in range(200)]
+    assert result.stderr.count("[native] chatter") == 200 and "to stderr" in result.stderr

@@ -4,8 +4,9 @@
 environment variables) the coordinator address, the number of processes, its own id
 and how many CPU devices to simulate. The program calls ``jax.distributed.initialize``
 with them (or :func:`initialize_from_env`) and the processes form one JAX system. The
-launcher picks a free port, collects each process's output, and stops every process
-when one fails or the time is up, so nothing is left running.
+launcher picks a free port, collects each process's output (what Python printed,
+apart from native libraries' logs), and stops every process when one fails or the
+time is up, so nothing is left running.
 
 Example (the program is a file; its processes print and exit):
     >>> import pathlib, tempfile
@@ -56,8 +57,9 @@ class LaunchError(RuntimeError):
 @dataclasses.dataclass(frozen=True)
 class ProcessResult:
     """One process of a :func:`launch`: its id, operating-system pid, exit code
-    (``None`` if it was stopped), what it printed, and its standard error apart (where
-    libraries log, e.g. Gloo's connection messages, and where tracebacks go)."""
+    (``None`` if it was stopped), what Python printed (``output``), and apart from it
+    ``stderr``: tracebacks, warnings, and whatever native libraries wrote (XLA's logs,
+    Gloo's connection messages)."""
 
     process_id: int
     pid: int
@@ -96,13 +98,16 @@ def _check_int(name: str, value, minimum: int) -> int:
 
 
 def _command(program) -> list[str]:
+    # jaxguide._runner runs the program with Python's prints on stdout and native
+    # libraries' output on stderr (see that module).
+    runner = [sys.executable, "-u", "-m", "jaxguide._runner"]
     if isinstance(program, (str, os.PathLike)) and str(program).endswith(".py"):
         path = Path(program)
         if not path.is_file():
             raise FileNotFoundError(f"launch: no program file {path}.")
-        return [sys.executable, "-u", str(path.absolute())]
+        return runner + ["file", str(path.absolute())]
     if isinstance(program, str) and program and all(part.isidentifier() for part in program.split(".")):
-        return [sys.executable, "-u", "-m", program]
+        return runner + ["module", program]
     raise TypeError(
         f"launch(program=...): expected a path to a .py file or a module name such as 'pkg.module', got {program!r}."
     )
@@ -169,8 +174,9 @@ def launch(
     base_env.update({ENV["coordinator"]: f"{HOST}:{port}", ENV["num_processes"]: str(n),
                      ENV["local_devices"]: str(devices), "PYTHONUNBUFFERED": "1"})
 
-    # Standard output and error go to separate files: C++ libraries write to stderr
-    # from their own threads, and a shared file would interleave their lines with prints.
+    # What Python prints and what native code writes go to separate files: libraries
+    # such as Gloo write from their own threads, and a shared file would interleave
+    # their lines with the program's, differently on every run.
     outs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
     errs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
     procs: list[subprocess.Popen] = []
