@@ -147,9 +147,17 @@ def _theme_static() -> Path:
     return Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
 
 
-def _subset_font(source: Path, target: Path, codepoints: set[int]) -> None:
-    """Write ``source`` to ``target`` with only the glyphs of ``codepoints``."""
-    from fontTools import subset
+def _subset_font(source: Path, target: Path, codepoints: set[int], cache: Path) -> None:
+    """Write ``source`` to ``target`` with only the glyphs of ``codepoints``; reuse the
+    result of an earlier build from ``cache`` when the font and code points are the same."""
+    import hashlib
+
+    key = hashlib.sha256(source.read_bytes() + repr(sorted(codepoints)).encode()).hexdigest()
+    cached = cache / (key + source.suffix)
+    if cached.is_file():
+        target.write_bytes(cached.read_bytes())
+        return
+    from fontTools import subset  # imported only when there is work: it takes a second
     from fontTools.ttLib import TTFont
 
     font = TTFont(source)
@@ -162,6 +170,8 @@ def _subset_font(source: Path, target: Path, codepoints: set[int]) -> None:
     subsetter.subset(font)
     font.flavor = options.flavor
     font.save(target)
+    cache.mkdir(exist_ok=True)
+    cached.write_bytes(target.read_bytes())
 
 
 # ----------------------------------------------------------------------------- figures
@@ -232,7 +242,8 @@ def _finish(app: Sphinx, exception) -> None:
     _shrink_images(outdir)
     fonts = theme / "vendor" / "fontawesome"
     for font in list(fonts.rglob("*.woff2")) + list(fonts.rglob("*.ttf")):
-        _subset_font(font, static / "vendor" / "fontawesome" / font.relative_to(fonts), codepoints)
+        target = static / "vendor" / "fontawesome" / font.relative_to(fonts)
+        _subset_font(font, target, codepoints, outdir.parent / ".jaxguide-fonts")
 
 
 def setup(app: Sphinx) -> dict:
