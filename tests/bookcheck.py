@@ -161,3 +161,35 @@ def comparable_outputs(html: str) -> list[tuple[int, list[str]]]:
             texts.append(KERNEL_FILE_RE.sub("<kernel cell>", text))
         result.append((i, texts))
     return result
+
+
+# --- Reading a built chapter (used by the per-chapter tests, tests/test_chapter_*.py) ---
+
+# A timing verdict as jaxguide.compare(..., prose=True) words it.
+VERDICT = r"(\d+\.\d× (?:faster|slower) than|as fast, within 10%, as)"
+
+
+def glued(book, chapter: str) -> dict:
+    """The values a chapter glued into its prose, as Python values."""
+    raw = json.loads((book.executed / f"{chapter}.glue.json").read_text())
+    values = {}
+    for key, output in raw.items():
+        text = output["data"].get("text/plain", "")
+        try:
+            values[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[key] = text
+    return values
+
+
+def page_text(book, chapter: str) -> str:
+    from bs4 import BeautifulSoup
+
+    text = BeautifulSoup(book.page(chapter), "html.parser").get_text(" ")
+    return " ".join(text.split())
+
+
+def images(book, chapter):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(book.page(chapter), "html.parser").select("div.cell_output img")
