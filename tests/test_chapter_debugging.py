@@ -149,6 +149,9 @@ def test_remat_saves_memory(book):
     assert g["remat_saved_bytes"] == plain - remat > 0
     # JAX asks to recompute the forward matmuls; the counts are those of the page.
     assert g["remat_dots_jax"] > g["remat_dots_plain"] >= g["remat_dots"] > 0
+    # In a scan, the checkpoint recomputes the forward matmul and saves memory.
+    assert g["scan_saved_bytes"] > g["remat_saved_bytes"]
+    assert g["scan_dots_remat"] == g["scan_dots_plain"] + 1
     # JAX saves one activation per layer with checkpoint, several without.
     assert g["remat_res_remat"] == 8
     assert g["remat_res_plain"] > 3 * 8
