@@ -121,7 +121,13 @@ def test_compiled_program(book):
     # The matmul's FLOPs plus a few per element for the GELU, and no more.
     assert matmul < g["flops"] < matmul + 20 * elementwise
     assert g["n_stablehlo_ops"] > g["n_fusions"] >= 1
-    assert "tanh" in page_text(book, "debugging")
+    # The fusion the prose names is listed on the page, and holds the GELU's tanh.
+    text = page_text(book, "debugging")
+    assert g["gelu_fusion"] != "(none)"
+    assert f"{g['gelu_fusion']} (k" in text
+    line = text.split(f"{g['gelu_fusion']} (k", 1)[1].split("GELU")[0]
+    assert "tanh" in line and "dot" in line
+    assert f"{g['flops']:,}" in text
 
 
 def test_remat_saves_memory(book):
