@@ -172,9 +172,13 @@ def pytest_terminal_summary(terminalreporter):
     data["browser_tests_seconds"] = round(sum(r.duration for r in calls), 1)
     report.write_text(json.dumps(data, indent=2))
     terminalreporter.write_sep("-", "browser checks")
+    heaviest = (
+        f"heaviest chapter page: {data['heaviest_chapter']}.html, {data['heaviest_chapter_bytes']:,} bytes "
+        "transferred (uncompressed, no cache)"
+        if data.get("heaviest_chapter") else "no chapter page weighed"
+    )
     terminalreporter.write_line(
         f"{data['browser_tests']} browser tests in {data['browser_tests_seconds']} s, "
-        f"{data['pages_checked']} pages opened in Chromium; heaviest chapter page: "
-        f"{data['heaviest_chapter']}.html, {data['heaviest_chapter_bytes']:,} bytes transferred "
-        f"(uncompressed, no cache); screenshots and report.json in {report.parent.relative_to(ROOT)}/"
+        f"{data['pages_checked']} pages opened in Chromium; {heaviest}; "
+        f"screenshots and report.json in {report.parent.relative_to(ROOT)}/"
     )

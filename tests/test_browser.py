@@ -324,3 +324,63 @@ def test_copy_buttons_copy_the_code(browser, site):
         assert copied.strip() == code.strip() and "import" in copied
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [390, 800])
+def test_navigation_opens_on_narrow_screens(browser, site, width):
+    """Below 992 px the chapter list and the page contents open from the visible header
+    buttons, and a link in each leads where it says."""
+    context, page, log = _new_page(browser, viewport={"width": width, "height": 900}, is_mobile=width < 500)
+    try:
+        page.goto(site + "sharding.html", wait_until="networkidle")
+        # The chapter list: the visible menu button opens it; a chapter link navigates.
+        page.locator(".primary-toggle:visible").first.click()
+        menu = page.locator("#pst-primary-sidebar-modal")
+        menu.wait_for(state="visible", timeout=5_000)
+        assert page.evaluate("document.querySelector('#pst-primary-sidebar-modal').open")
+        page.screenshot(path=str(OUT / f"menu-{width}.png"))
+        menu.locator("a[href='shard_map.html']").first.click()
+        page.wait_for_url("**/shard_map.html", timeout=10_000)
+        # The page contents: the visible button opens them; a section link scrolls there.
+        page.locator(".secondary-toggle:visible").first.click()
+        contents = page.locator("#pst-secondary-sidebar-modal")
+        contents.wait_for(state="visible", timeout=5_000)
+        link = contents.locator("a.nav-link[href^='#']").nth(1)
+        target = link.get_attribute("href")
+        link.click()
+        page.wait_for_function(f"location.hash === {json.dumps(target)}", timeout=5_000)
+    finally:
+        context.close()
+    assert log["errors"] == []
+
+
+def test_wide_tables_and_outputs_scroll_inside_their_box(browser, site):
+    """At phone width a wide table or output scrolls inside itself; the page does not
+    scroll sideways, and outputs keep their lines (no wrapping mid-row)."""
+    context, page, log = _new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        for name in ("migration", "numpy", "transforms"):
+            page.goto(site + f"{name}.html", wait_until="networkidle")
+            assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1, name
+            styles = page.evaluate("""() => [...document.querySelectorAll('div.cell_output pre')]
+                .map(p => getComputedStyle(p).whiteSpace)""")
+            assert styles and set(styles) == {"pre"}, (name, set(styles))
+            wide = page.evaluate("""() => [...document.querySelectorAll('article table, div.cell_output pre')]
+                .filter(e => e.scrollWidth > e.clientWidth + 1)
+                .map(e => getComputedStyle(e).overflowX)""")
+            assert all(o in ("auto", "scroll") for o in wide), (name, wide)
+        page.goto(site + "migration.html", wait_until="networkidle")
+        page.screenshot(path=str(OUT / "migration-phone.png"))
+    finally:
+        context.close()
+    assert log["errors"] == []
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_figures_have_real_alt_text(book, name):
+    """Every figure says what it shows: no empty alt, no file name standing in for one."""
+    soup = BeautifulSoup(book.page(name), "html.parser")
+    for img in soup.select("div.cell_output img"):
+        alt = (img.get("alt") or "").strip()
+        assert len(alt.split()) >= 4, f"{name}: {img.get('src')} has alt text {alt!r}"
+        assert not alt.endswith((".png", ".svg")) and "_images/" not in alt, alt
