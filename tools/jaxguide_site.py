@@ -246,7 +246,20 @@ def _finish(app: Sphinx, exception) -> None:
         _subset_font(font, target, codepoints, outdir.parent / ".jaxguide-fonts")
 
 
+def _clear_rewritten(app: Sphinx) -> None:
+    """``builder-inited``: remove the theme files that :func:`_finish` rewrote in the
+    output last time, so that Sphinx copies the theme's originals into an empty spot
+    instead of warning, file by file, that it "will overwrite data"."""
+    static = Path(app.outdir) / "_static"
+    rewritten = [static / "webpack-macros.html", static / "styles" / "pydata-sphinx-theme.css"]
+    rewritten += list((static / "vendor" / "fontawesome").rglob("*.woff2"))
+    rewritten += list((static / "vendor" / "fontawesome").rglob("*.ttf"))
+    for path in rewritten:
+        path.unlink(missing_ok=True)
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", _clear_rewritten)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
     app.connect("html-page-context", _page_context, priority=900)
