@@ -114,7 +114,7 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match=r"analyze: f must be a function"):
         analyze(3, jnp.ones(3))
     r = analyze(lambda x: x, jnp.ones(3))
-    with pytest.raises(ValueError, match=r"collective_bytes: kind must be one of"):
+    with pytest.raises(ValueError, match=r"collective_bytes\(kind=.allreduce.\): kind must be one of .all-reduce."):
         r.collective_bytes("allreduce")
 
 

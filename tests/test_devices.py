@@ -21,19 +21,21 @@ def run(code: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("bad", ["8", 2.0, None, True])
 def test_non_int_count_is_a_type_error_naming_n(bad):
-    with pytest.raises(TypeError, match=r"setup_devices\(n\): n must be a positive int"):
+    with pytest.raises(TypeError, match=r"setup_devices\(n=.*\): n must be an int, got \w+; pass a whole number"):
         jaxguide.setup_devices(bad)
 
 
 @pytest.mark.parametrize("bad", [0, -3])
 def test_non_positive_count_is_a_value_error_naming_n(bad):
-    with pytest.raises(ValueError, match=rf"n must be at least 1, got n={bad}"):
+    with pytest.raises(ValueError, match=rf"setup_devices\(n={bad}\): n must be an int >= 1"):
         jaxguide.setup_devices(bad)
 
 
-def test_force_cpu_must_be_bool():
-    with pytest.raises(TypeError, match="force_cpu"):
+def test_force_cpu_and_verbose_must_be_bool():
+    with pytest.raises(TypeError, match=r"setup_devices\(force_cpu='yes'\): force_cpu must be True or False"):
         jaxguide.setup_devices(2, force_cpu="yes")
+    with pytest.raises(TypeError, match=r"verbose must be True or False"):
+        jaxguide.setup_devices(2, verbose=1)
 
 
 def test_makes_simulated_cpu_devices_and_is_idempotent():
@@ -78,14 +80,34 @@ def test_falls_back_to_cpu_when_too_few_accelerators():
         """
         import jaxguide.devices as d, jax
         d._accelerator_plugin_installed = lambda: True
-        d._probe_accelerators = lambda: ("gpu", 1)       # e.g. a single-GPU Colab runtime
+        d._probe_accelerators = lambda: ("gpu", 1, "")   # e.g. a single-GPU Colab runtime
         s = d.setup_devices(8)
         assert (s.platform, s.count) == ("cpu", 8), s
         assert "Found 1 GPU device(s), fewer than the 8" in s.note
+        again = d.setup_devices(8)                       # the second call keeps the note
+        assert again.note == s.note and again == s, again
         """
     )
     assert proc.returncode == 0, proc.stderr
     assert "using 8 simulated CPU devices instead" in proc.stdout  # printed for the reader
+
+
+def test_a_failed_probe_falls_back_with_a_note_saying_why():
+    proc = run(
+        """
+        import subprocess, jaxguide.devices as d
+        d._accelerator_plugin_installed = lambda: True
+        def broken(*a, **k):
+            return subprocess.CompletedProcess(a, 1, "", "RuntimeError: CUDA driver version is insufficient")
+        d.subprocess.run = broken
+        s = d.setup_devices(4, verbose=False)
+        assert (s.platform, s.count) == ("cpu", 4), s
+        print(s.note)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "asking JAX for its devices failed (it exited with code 1: RuntimeError: CUDA driver" in proc.stdout
+    assert "using 4 simulated CPU devices instead" in proc.stdout
 
 
 def test_uses_enough_accelerators_without_touching_cpu_config():
@@ -93,7 +115,7 @@ def test_uses_enough_accelerators_without_touching_cpu_config():
         """
         import jaxguide.devices as d, jax
         d._accelerator_plugin_installed = lambda: True
-        d._probe_accelerators = lambda: ("tpu", 8)
+        d._probe_accelerators = lambda: ("tpu", 8, "")
         d.describe_devices = lambda: d.DeviceSetup("tpu", 8, ("TPU v5 lite",), False)
         s = d.setup_devices(8)
         assert s.platform == "tpu" and s.note == "", s

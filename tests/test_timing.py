@@ -68,16 +68,21 @@ def test_calibrates_calls_per_repeat_for_fast_functions():
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "kwargs, error, message",
     [
-        ({"repeats": 0}, r"repeats=.*int >= 1, got 0"),
-        ({"number": -1}, r"number=.*got -1"),
-        ({"repeats": 2.5}, r"repeats=.*got 2.5"),
-        ({"min_repeat_s": 0}, r"min_repeat_s"),
+        ({"repeats": 0}, ValueError, r"benchmark\(repeats=0\): repeats must be an int >= 1; pass a positive count"),
+        ({"number": -1}, ValueError, r"benchmark\(number=-1\): number must be an int >= 1"),
+        ({"repeats": 2.5}, TypeError, r"benchmark\(repeats=2\.5\): repeats must be an int, got float"),
+        ({"repeats": True}, TypeError, r"repeats must be an int, got bool"),
+        ({"min_repeat_s": 0}, ValueError, r"benchmark\(min_repeat_s=0\.0\): min_repeat_s must be > 0"),
+        ({"min_repeat_s": float("inf")}, ValueError, r"min_repeat_s=inf\): min_repeat_s must be a finite number"),
+        ({"min_repeat_s": float("nan")}, ValueError, r"min_repeat_s must be a finite number"),
+        ({"min_repeat_s": "0.1"}, TypeError, r"min_repeat_s must be a real number, got str"),
+        ({"name": 3}, TypeError, r"benchmark\(name=3\): name must be a str"),
     ],
 )
-def test_bad_arguments_name_themselves(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_name_themselves(kwargs, error, message):
+    with pytest.raises(error, match=message):
         benchmark(lambda: 1, **kwargs)
 
 
@@ -107,9 +112,10 @@ def test_format_seconds(seconds, text):
 
 
 def test_format_seconds_rejects_nonsense():
-    with pytest.raises(ValueError):
-        format_seconds(-1)
-    with pytest.raises(TypeError):
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"format_seconds\(seconds="):
+            format_seconds(bad)
+    with pytest.raises(TypeError, match=r"seconds must be a real number, got str"):
         format_seconds("1 s")
 
 
@@ -123,6 +129,27 @@ def test_compare_says_what_was_measured():
     assert compare(base, fake("same", 0.0105), prose=True) == "as fast, within 10%, as"
     with pytest.raises(TypeError):
         compare(base, 0.1)
+
+
+@pytest.mark.parametrize(
+    "tolerance, error, message",
+    [(-1, ValueError, r"compare\(tolerance=-1\.0\): tolerance must be >= 0"),
+     (float("nan"), ValueError, r"tolerance must be a finite number"),
+     ("10%", TypeError, r"tolerance must be a real number")],
+)
+def test_compare_refuses_a_tolerance_that_makes_no_sense(tolerance, error, message):
+    # tolerance=-1 used to call equal timings "1.0× slower".
+    with pytest.raises(error, match=message):
+        compare(fake("a", 0.01), fake("b", 0.01), tolerance=tolerance)
+
+
+def test_compare_refuses_a_zero_median_instead_of_dividing_by_it():
+    with pytest.raises(ValueError, match=r"the other timing 'b' has a median of 0\.0 s, so no ratio"):
+        compare(fake("a", 0.01), fake("b", 0.0))
+    with pytest.raises(ValueError, match=r"the baseline timing 'a'"):
+        compare(fake("a", 0.0), fake("b", 0.01))
+    with pytest.raises(TypeError, match=r"prose must be True or False"):
+        compare(fake("a", 0.01), fake("b", 0.01), prose="yes")
 
 
 def test_table_lists_every_timing_against_the_baseline():

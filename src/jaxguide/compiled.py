@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jaxguide import _checks
+
 __all__ = ["Collective", "Fusion", "ProgramReport", "analyze", "format_bytes", "COLLECTIVES"]
 
 #: The collective operations :func:`analyze` reports, by their HLO names.
@@ -59,10 +61,7 @@ def format_bytes(n: float) -> str:
         TypeError: ``n`` is not a number.
         ValueError: ``n`` is negative, NaN or infinite.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, float)):
-        raise TypeError(f"format_bytes: expected a number of bytes, got {n!r}.")
-    if not math.isfinite(n) or n < 0:
-        raise ValueError(f"format_bytes: expected a finite byte count >= 0, got {n!r}.")
+    n = _checks.real("format_bytes", "n", n, minimum=0)
     if n < 1024:
         return f"{n:.0f} B"
     for unit in ("KiB", "MiB", "GiB", "TiB"):
@@ -268,8 +267,8 @@ class ProgramReport:
         Raises:
             ValueError: ``kind`` is not one of :data:`COLLECTIVES`.
         """
-        if kind is not None and kind not in COLLECTIVES:
-            raise ValueError(f"collective_bytes: kind must be one of {COLLECTIVES}, got {kind!r}.")
+        if kind is not None:
+            _checks.one_of("collective_bytes", "kind", kind, COLLECTIVES)
         return sum(c.operand_bytes for c in self.collectives if kind in (None, c.kind))
 
     def collectives_table(self) -> str:

@@ -14,11 +14,12 @@ Example:
 from __future__ import annotations
 
 import importlib.metadata
-import numbers
 import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+
+from jaxguide import _checks
 
 __all__ = ["DeviceSetup", "DeviceSetupError", "setup_devices", "describe_devices"]
 
@@ -71,15 +72,9 @@ class DeviceSetup:
         return jax.devices(self.platform)
 
 
-def _check_count(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(
-            f"setup_devices(n): n must be a positive int (the number of devices), "
-            f"got {n!r} of type {type(n).__name__}."
-        )
-    if n < 1:
-        raise ValueError(f"setup_devices(n): n must be at least 1, got n={n}.")
-    return int(n)
+# What the last successful setup_devices call found, so that a second call with the
+# same request returns it with its note (the note says why the devices are simulated).
+_LAST: DeviceSetup | None = None
 
 
 def _backends_started() -> bool:
@@ -106,11 +101,12 @@ def _accelerator_plugin_installed() -> bool:
     return False
 
 
-def _probe_accelerators(timeout: float = 180.0) -> tuple[str, int]:
+def _probe_accelerators(timeout: float = 180.0) -> tuple[str, int, str]:
     """Ask a separate Python process which backend JAX picks and how many devices it has.
 
     Done in a child process so that this process can still choose simulated CPU
-    devices afterwards.
+    devices afterwards. Returns ``(platform, count, problem)``; ``problem`` says why the
+    probe failed (``("cpu", 0, "...")``), and is empty when it worked.
     """
     code = "import jax; print(jax.default_backend(), jax.device_count())"
     try:
@@ -121,10 +117,16 @@ def _probe_accelerators(timeout: float = 180.0) -> tuple[str, int]:
             timeout=timeout,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         )
+    except subprocess.TimeoutExpired:
+        return "cpu", 0, f"it did not answer within {timeout:g} s"
+    except OSError as err:
+        return "cpu", 0, f"it could not start ({err})"
+    try:
         platform, count = out.stdout.split()[-2:]
-        return platform, int(count)
-    except (subprocess.SubprocessError, ValueError, OSError):
-        return "cpu", 0
+        return platform, int(count), ""
+    except ValueError:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        return "cpu", 0, f"it exited with code {out.returncode}: {last[:200]}"
 
 
 def describe_devices() -> DeviceSetup:
@@ -156,7 +158,8 @@ def setup_devices(n: int = 8, *, force_cpu: bool = False, verbose: bool = True) 
         devices are simulated.
 
     Raises:
-        TypeError, ValueError: ``n`` is not a positive int.
+        TypeError: ``n`` is not an int, or ``force_cpu``/``verbose`` is not a bool.
+        ValueError: ``n`` is less than 1.
         DeviceSetupError: JAX already started with a different number of devices.
 
     Example:
@@ -164,9 +167,10 @@ def setup_devices(n: int = 8, *, force_cpu: bool = False, verbose: bool = True) 
         >>> jaxguide.setup_devices(8).count   # doctest: +SKIP
         8
     """
-    n = _check_count(n)
-    if not isinstance(force_cpu, bool):
-        raise TypeError(f"setup_devices(force_cpu=...): expected True or False, got {force_cpu!r}.")
+    global _LAST
+    n = _checks.positive_int("setup_devices", "n", n, example=8)
+    force_cpu = _checks.boolean("setup_devices", "force_cpu", force_cpu)
+    verbose = _checks.boolean("setup_devices", "verbose", verbose)
     import jax
 
     if _backends_started():
@@ -182,13 +186,21 @@ def setup_devices(n: int = 8, *, force_cpu: bool = False, verbose: bool = True) 
                 f"session) and call jaxguide.setup_devices({n}) in the first cell, right after "
                 "the imports and before any other JAX operation."
             )
+        if _LAST is not None and (_LAST.platform, _LAST.count) == (current.platform, current.count):
+            return _LAST  # the same request again: keep what the first call found, note included
         return current
 
     note = ""
     use_cpu = True
     if not force_cpu and _accelerator_plugin_installed():
-        platform, count = _probe_accelerators()
-        if platform != "cpu" and count >= n:
+        platform, count, problem = _probe_accelerators()
+        if problem:
+            note = (
+                f"An accelerator plugin is installed, but asking JAX for its devices failed "
+                f"({problem}): using {n} simulated CPU devices instead. Check the accelerator "
+                "set-up (drivers, `python -c 'import jax; print(jax.devices())'`)."
+            )
+        elif platform != "cpu" and count >= n:
             use_cpu = False
         elif platform != "cpu":
             note = (
@@ -206,4 +218,5 @@ def setup_devices(n: int = 8, *, force_cpu: bool = False, verbose: bool = True) 
     )
     if note and verbose:
         print(note)
+    _LAST = result
     return result

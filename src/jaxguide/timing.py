@@ -18,21 +18,24 @@ Example:
 from __future__ import annotations
 
 import math
-import numbers
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from jaxguide import _checks
+
 __all__ = ["Timing", "benchmark", "compare", "format_seconds", "glue", "plot_timings", "table"]
 
 
 def format_seconds(seconds: float) -> str:
-    """Format a duration with a unit that keeps 3 significant digits: ``'1.23 ms'``."""
-    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool):
-        raise TypeError(f"format_seconds: expected a number of seconds, got {seconds!r}.")
-    if math.isnan(seconds) or seconds < 0:
-        raise ValueError(f"format_seconds: expected a duration >= 0, got {seconds!r}.")
+    """Format a duration with a unit that keeps 3 significant digits: ``'1.23 ms'``.
+
+    Raises:
+        TypeError: ``seconds`` is not a real number.
+        ValueError: ``seconds`` is negative, NaN or infinite.
+    """
+    seconds = _checks.real("format_seconds", "seconds", seconds, minimum=0)
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
@@ -86,12 +89,6 @@ class Timing:
         )
 
 
-def _check_positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"benchmark({name}=...): expected an int >= {minimum}, got {value!r}.")
-    return int(value)
-
-
 def benchmark(
     fn: Callable,
     *args,
@@ -134,14 +131,17 @@ def benchmark(
     import jax
 
     if not callable(fn):
-        raise TypeError(f"benchmark(fn, ...): fn must be callable, got {type(fn).__name__}.")
-    repeats = _check_positive_int("repeats", repeats)
+        raise TypeError(f"benchmark(fn, ...): fn must be callable, got {type(fn).__name__}; pass the function to time.")
+    repeats = _checks.positive_int("benchmark", "repeats", repeats)
     if number is not None:
-        number = _check_positive_int("number", number)
-    if not isinstance(min_repeat_s, numbers.Real) or not min_repeat_s > 0:
-        raise ValueError(f"benchmark(min_repeat_s=...): expected a positive number, got {min_repeat_s!r}.")
-    if not isinstance(block, bool):
-        raise TypeError(f"benchmark(block=...): expected True or False, got {block!r}.")
+        number = _checks.positive_int("benchmark", "number", number, example=10)
+    min_repeat_s = _checks.real(
+        "benchmark", "min_repeat_s", min_repeat_s, minimum=0, exclusive=True,
+        hint=" Pass a duration in seconds such as 0.02.",
+    )
+    block = _checks.boolean("benchmark", "block", block)
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"benchmark(name={name!r}): name must be a str (a label for the result).")
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
     wait = jax.block_until_ready if block else (lambda out: out)
 
@@ -175,9 +175,23 @@ def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: b
     ``prose=True`` gives a phrase that reads in a sentence before the baseline's name,
     whichever way the measurement came out: ``'4.2× faster than'``, ``'1.8× slower than'``,
     ``'as fast, within 10%, as'`` — "jit was {phrase} NumPy".
+
+    Raises:
+        TypeError: an argument is not a :class:`Timing`, or ``prose`` is not a bool.
+        ValueError: ``tolerance`` is negative or not finite, or a median is not > 0.
     """
     if not isinstance(baseline, Timing) or not isinstance(other, Timing):
         raise TypeError("compare(baseline, other): both arguments must be Timing results of benchmark().")
+    tolerance = _checks.real(
+        "compare", "tolerance", tolerance, minimum=0, hint=" Pass a fraction such as 0.1 (for ±10%)."
+    )
+    prose = _checks.boolean("compare", "prose", prose)
+    for which, t in (("baseline", baseline), ("other", other)):
+        if not t.median_s > 0:
+            raise ValueError(
+                f"compare: the {which} timing {t.name!r} has a median of {t.median_s!r} s, so no ratio "
+                "can be formed; time more calls per repeat (benchmark(number=...)) to measure it."
+            )
     ratio = baseline.median_s / other.median_s
     if abs(ratio - 1) <= tolerance:
         return f"as fast, within {tolerance:.0%}, as" if prose else f"about the same (±{tolerance:.0%})"
