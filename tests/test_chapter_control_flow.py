@@ -32,6 +32,14 @@ def test_control_flow_numbers(book):
     g = glued(book, "control_flow")
     assert g["newton_fixed_grad"] == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
 
+    def collatz(n):
+        steps = 0
+        while n != 1:
+            n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+        return steps
+
+    assert g["collatz_max"] == max(collatz(n) for n in range(1, 31))
+
 
 def test_control_flow_demonstrations(book):
     text = page_text(book, "control_flow")
@@ -56,3 +64,4 @@ def test_control_flow_demonstrations(book):
     # Dynamic shapes.
     assert "NonConcreteBooleanIndexError" in text
     assert "indices [ 0 2 -1], values [ 3. 2. nan]" in text
+    assert "while: condition returns bool[30]" in text

@@ -45,3 +45,5 @@ def test_pytrees_demonstrations(book):
     # The chapter's MLP is jaxguide.nn's.
     assert "same parameters: True, same logits: True" in text
     assert "global norm after clipping: 0.1000" in text
+    # The tree.map optimizer works on another model's tree unchanged.
+    assert "the same update on the Dense layer: Dense(w=(2, 3), b=(3,), activation='relu')" in text
