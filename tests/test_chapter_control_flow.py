@@ -22,7 +22,7 @@ def test_control_flow_compile_times(book):
     assert py[-1] > py[0] and py[-1] > fl[-1]
     assert abs(int(g["py_over_fl_max"]) - py[-1] / fl[-1]) <= 1
     text = page_text(book, "control_flow")
-    for key in ("py_first_10", "py_first_max", "fl_first_10", "fl_first_max"):
+    for key in ("py_first_10", "py_first_max", "fl_first_min", "fl_first_maxn", "fl_first_max"):
         assert g[key] in text
     figures = images(book, "control_flow")
     assert len(figures) == 1 and "fori_loop" in figures[0].get("alt", "")
@@ -61,6 +61,9 @@ def test_control_flow_demonstrations(book):
     assert "fori_loop, static n yes scan" in text
     assert "fori_loop, traced n no (ValueError) while" in text
     assert "forward mode through while_loop: 0.353553" in text
+    # The where-gradient trap and its fix.
+    assert "value at 0: 0.0, gradient at 0: nan" in text
+    assert "safe version, gradient at 0: 0.0" in text
     # Dynamic shapes.
     assert "NonConcreteBooleanIndexError" in text
     assert "indices [ 0 2 -1], values [ 3. 2. nan]" in text
