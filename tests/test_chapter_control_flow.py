@@ -1,0 +1,70 @@
+"""The control_flow chapter: the numbers it shows agree with independent computations,
+and the demonstrations its prose describes really happened."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bookcheck import glued, images, page_text
+
+pytestmark = pytest.mark.book
+
+
+def test_control_flow_compile_times(book):
+    g = glued(book, "control_flow")
+    # Three equations (sin, mul, add) per unrolled step.
+    assert g["eqns_1000"] == 3 * 1000
+    py, fl = g["compile_py_s"], g["compile_fl_s"]
+    assert len(py) == len(fl) == 4 and all(t > 0 for t in py + fl)
+    assert g["max_length"] == 300
+    # The unrolled loop's first call grows with n; at n = 300 it costs more than fori_loop's.
+    assert py[-1] > py[0] and py[-1] > fl[-1]
+    assert abs(int(g["py_over_fl_max"]) - py[-1] / fl[-1]) <= 1
+    text = page_text(book, "control_flow")
+    for key in ("py_first_10", "py_first_max", "fl_first_min", "fl_first_maxn", "fl_first_max"):
+        assert g[key] in text
+    figures = images(book, "control_flow")
+    assert len(figures) == 1 and "fori_loop" in figures[0].get("alt", "")
+
+
+def test_control_flow_numbers(book):
+    g = glued(book, "control_flow")
+    assert g["newton_fixed_grad"] == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
+
+    def collatz(n):
+        steps = 0
+        while n != 1:
+            n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+        return steps
+
+    assert g["collatz_max"] == max(collatz(n) for n in range(1, 31))
+
+
+def test_control_flow_demonstrations(book):
+    text = page_text(book, "control_flow")
+    # fori_loop with static bounds is a scan; with a traced bound, a while.
+    assert "length=1000" in text and "scan[" in text and "while[" in text
+    assert "called for n = 3 and n = 7, traced 1 time(s)" in text
+    assert "TracerIntegerConversionError" in text
+    # scan: carry and stacked outputs; Euler against its closed form.
+    assert "final carry 15.0, stacked outputs [ 1. 3. 6. 10. 15.]" in text
+    assert "y(2.0) by scan 0.234239, closed form 0.234239" in text
+    # switch clamps its index; cond under vmap becomes select_n.
+    assert "clamp 0:i32[] c 2:i32[]" in text
+    assert "cond in the jaxpr: False, select_n: True" in text
+    assert "vmap, one predicate branches that ran: ['relu']" in text
+    assert "vmap, predicate per example branches that ran: ['relu', 'sin']" in text
+    # Differentiability, shown and tabulated.
+    assert "Reverse-mode differentiation does not work for lax.while_loop" in text
+    assert "while_loop no (ValueError) while" in text
+    assert "fori_loop, static n yes scan" in text
+    assert "fori_loop, traced n no (ValueError) while" in text
+    assert "forward mode through while_loop: 0.353553" in text
+    # The where-gradient trap and its fix.
+    assert "value at 0: 0.0, gradient at 0: nan" in text
+    assert "safe version, gradient at 0: 0.0" in text
+    # Dynamic shapes.
+    assert "NonConcreteBooleanIndexError" in text
+    assert "indices [ 0 2 -1], values [ 3. 2. nan]" in text
+    assert "while: condition returns bool[30]" in text
