@@ -88,3 +88,10 @@ def test_verdicts(book):
     for key in ("step_speedup", "vmap_vs_loop", "jitvmap_vs_vmap"):
         assert re.fullmatch(VERDICT, g[key]), (key, g[key])
         assert g[key] in text
+
+
+def test_figure_has_alt_text(book):
+    from bookcheck import images
+
+    imgs = images(book, "transforms")
+    assert imgs and all("vmap" in i.get("alt", "") for i in imgs)
