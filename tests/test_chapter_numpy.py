@@ -134,3 +134,8 @@ def test_page_shape(book):
         if c["cell_type"] == "code" and "assert " in source(c)
     ]
     assert len(asserting) >= 2
+
+
+def test_lists_refused(book):
+    out = cell_output(book, "jnp.sum([1, 2, 3])")
+    assert "TypeError" in out and "got <class 'list'>" in out

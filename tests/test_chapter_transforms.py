@@ -95,3 +95,12 @@ def test_figure_has_alt_text(book):
 
     imgs = images(book, "transforms")
     assert imgs and all("vmap" in i.get("alt", "") for i in imgs)
+
+
+def test_trace_time_globals_and_cache(book):
+    out = cell_output(book, "def add_offset")
+    assert "offset = 1:   add_offset(1.0) = 2.0" in out
+    assert "offset = 100: add_offset(1.0) = 2.0  (cached)" in out
+    assert "new shape -> [101. 101.]" in out
+    assert re.search(r"new lambda, 3 calls: +3 traces", out)
+    assert re.search(r"same function, 3 calls: +1 trace", out)
