@@ -104,3 +104,12 @@ def test_trace_time_globals_and_cache(book):
     assert "new shape -> [101. 101.]" in out
     assert re.search(r"new lambda, 3 calls: +3 traces", out)
     assert re.search(r"same function, 3 calls: +1 trace", out)
+
+
+def test_first_call_ratio_glued(book):
+    g = glued(book, "transforms")
+    ratio = float(str(g["jit_first_ratio"]).replace(",", ""))
+    assert ratio > 1  # the first call includes tracing and compiling
+    assert f"as much as {g['jit_first_ratio']} later ones" in page_text(
+        book, "transforms"
+    )
