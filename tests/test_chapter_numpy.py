@@ -139,3 +139,8 @@ def test_page_shape(book):
 def test_lists_refused(book):
     out = cell_output(book, "jnp.sum([1, 2, 3])")
     assert "TypeError" in out and "got <class 'list'>" in out
+
+
+def test_type_promotion(book):
+    out = cell_output(book, "int32 + float16 in NumPy")
+    assert "in NumPy: float64" in out and "in JAX:   float16" in out
