@@ -79,7 +79,9 @@ def test_model_in_the_open_and_counts(book):
     assert m and float(m.group(2)) < 0.1 * float(m.group(1))
     assert f"one example: {g['n_single']} operations" in text
     assert f"vmap over 1000: {g['n_batch']} operations, each on" in text
-    assert "gradient of 'w': shape (8, 5)" in text
+    assert "gradient of 'w': shape (8, 5)" in text  # per example
+    out = cell_output(book, "def init_params")
+    assert "gradient of 'w': shape (5,)" in out and "gradient of 'b': shape ()" in out
 
 
 def test_verdicts(book):
