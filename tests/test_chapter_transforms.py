@@ -8,9 +8,21 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import VERDICT, glued, page_text
+from bookcheck import ANSI_RE, VERDICT, glued, load, output_text, page_text, source
 
 pytestmark = pytest.mark.book
+
+
+def cell_output(book, marker: str) -> str:
+    """The printed output of the one code cell whose source contains ``marker``."""
+    cells = [
+        c
+        for c in load(book.notebook("transforms"))["cells"]
+        if c["cell_type"] == "code" and marker in source(c)
+    ]
+    assert len(cells) == 1, (marker, len(cells))
+    text = "".join(output_text(o) for o in cells[0].get("outputs", []))
+    return ANSI_RE.sub("", text)
 
 
 def test_transforms(book):
@@ -18,14 +30,88 @@ def test_transforms(book):
     assert g["f_1_3"] == pytest.approx(3 * np.sin(1.0) + 2, rel=1e-6)
     assert g["df_dx_1"] == pytest.approx(3 * np.cos(1.0), rel=1e-6)
     text = page_text(book, "transforms")
+    assert f"3 cos(1) = {3 * np.cos(1.0):.6f}" in text
+    assert f"df_dx(1) = {3 * np.cos(1.0):.6f}" in text
     # Trace-time print ran once, debug.print on both calls.
     assert text.count("Python print runs while tracing, x = JitTracer") == 1
     assert text.count("jax.debug.print runs on every call") >= 2
+    assert "results: 2.0, 4.0" in text
     assert "traced 2 times, for shapes [(3,), (4,)]" in text
     # The jaxprs the prose reads line by line.
     assert "jit[ name=f" in text and "f32[4,3] = sin" in text
     assert "TracerBoolConversionError" in text and "ConcretizationTypeError" in text
+    assert "Non-hashable static arguments are not supported" in text
     assert "(8, 4, 3) -> (8, 4)" in text
+
+
+def test_no_raw_reprs(book):
+    """Outputs are formatted: no Array(...) reprs or internal type names."""
+    text = page_text(book, "transforms")
+    for raw in ("Array(", "PjitFunction", "ArrayImpl", "weak_type=True)"):
+        assert raw not in text, raw
+    assert "seed" not in text.lower()
+
+
+def test_cond_branches(book):
+    """A scalar cond runs one branch; under vmap both run, and the jaxpr has a select."""
+    out = cell_output(book, "def relu_loud")
+    scalar, batched = out.split("jit of vmap, a predicate per element:")
+    assert scalar.count("branch ran") == 1 and "positive branch ran" in scalar
+    assert "negative branch ran" in batched and "positive branch ran" in batched
+    jaxprs = cell_output(book, "jax.make_jaxpr(jax.vmap(relu_cond))")
+    # Two top-level jaxprs, each starting at the beginning of a line.
+    scalar_jaxpr, batched_jaxpr = re.split(r"^\{ lambda", jaxprs, flags=re.M)[1:]
+    assert "cond[" in scalar_jaxpr and "branches=(" in scalar_jaxpr
+    assert "select_n" not in scalar_jaxpr
+    assert "cond[" not in batched_jaxpr and "select_n" in batched_jaxpr
+
+
+def test_model_in_the_open_and_counts(book):
+    g = glued(book, "transforms")
+    text = page_text(book, "transforms")
+    # The loss being differentiated is defined on the page, not imported.
+    assert "def mse_loss ( params , x , y ):" in text
+    assert "def example_loss ( params , x , y ):" in text
+    assert "jax . grad ( mse_loss )" in text
+    assert f"{g['step_n_ops']} operations:" in text
+    assert g["step_n_ops"] > 5
+    m = re.search(r"loss after step 1: ([\d.]+), after step 100: ([\d.]+)", text)
+    assert m and float(m.group(2)) < 0.1 * float(m.group(1))
+    assert f"one example: {g['n_single']} operations" in text
+    assert f"vmap over 1000: {g['n_batch']} operations, each on" in text
+    assert "gradient of 'w': shape (8, 5)" in text  # per example
+    out = cell_output(book, "def init_params")
+    assert "gradient of 'w': shape (5,)" in out and "gradient of 'b': shape ()" in out
+
+
+def test_verdicts(book):
+    g = glued(book, "transforms")
+    text = page_text(book, "transforms")
     for key in ("step_speedup", "vmap_vs_loop", "jitvmap_vs_vmap"):
         assert re.fullmatch(VERDICT, g[key]), (key, g[key])
         assert g[key] in text
+
+
+def test_figure_has_alt_text(book):
+    from bookcheck import images
+
+    imgs = images(book, "transforms")
+    assert imgs and all("vmap" in i.get("alt", "") for i in imgs)
+
+
+def test_trace_time_globals_and_cache(book):
+    out = cell_output(book, "def add_offset")
+    assert "offset = 1:   add_offset(1.0) = 2.0" in out
+    assert "offset = 100: add_offset(1.0) = 2.0  (cached)" in out
+    assert "new shape -> [101. 101.]" in out
+    assert re.search(r"new lambda, 3 calls: +3 traces", out)
+    assert re.search(r"same function, 3 calls: +1 trace", out)
+
+
+def test_first_call_ratio_glued(book):
+    g = glued(book, "transforms")
+    ratio = float(str(g["jit_first_ratio"]).replace(",", ""))
+    assert ratio > 1  # the first call includes tracing and compiling
+    assert f"as much as {g['jit_first_ratio']} later ones" in page_text(
+        book, "transforms"
+    )

@@ -1,0 +1,146 @@
+"""The numpy chapter: what its prose says the program did is in its outputs, and the
+numbers it glues agree with the outputs and with independent computations."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from bs4 import BeautifulSoup
+
+from bookcheck import ANSI_RE, VERDICT, glued, load, output_text, page_text, source
+
+pytestmark = pytest.mark.book
+
+
+def cell_output(book, marker: str) -> str:
+    """The printed output of the one code cell whose source contains ``marker``."""
+    cells = [
+        c
+        for c in load(book.notebook("numpy"))["cells"]
+        if c["cell_type"] == "code" and marker in source(c)
+    ]
+    assert len(cells) == 1, (marker, len(cells))
+    return ANSI_RE.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))
+
+
+def test_formatted_outputs(book):
+    text = page_text(book, "numpy")
+    for raw in ("Array(", "ArrayImpl", "weak_type=True)", "e-01", "e+00"):
+        assert raw not in text, raw
+    assert "seed" not in text.lower()
+    out = cell_output(book, "sin_np, sin_jx = ")
+    diff = float(re.search(r"largest difference: (\S+)", out).group(1))
+    assert 0 < diff < 1e-6  # float32 precision, as the prose says
+
+
+def test_in_place_and_donation(book):
+    out = cell_output(book, "def scale_then_set")
+    assert "multiply, dynamic-update-slice" in out  # one fused loop
+    assert "temporaries: 0 B" in out
+    out = cell_output(book, "def bump_first")
+    plain, donating = out.splitlines()[:2]
+    assert plain.endswith("aliased to the input 0 B")
+    assert donating.endswith("aliased to the input 3.81 MiB")
+    assert "input deleted after the donating call: True" in out
+    assert "Array has been deleted" in cell_output(book, "big + 1.0")
+
+
+def test_out_of_bounds(book):
+    out = cell_output(book, 'x.at[10].set(99.0, mode="clip")')
+    lines = {l.split(" ")[0]: l for l in out.splitlines()}
+    assert lines["x"].endswith("[0. 1. 2. 3. 4.]")
+    assert lines["x[10]"].endswith(" 4.0")  # read clamped to the last element
+    assert lines["x.at[10].get(mode='fill')"].endswith(" nan")
+    assert lines["x.at[10].set(99.0)"].endswith("[0. 1. 2. 3. 4.]")  # dropped
+    assert lines["x.at[10].set(99.0,"].endswith("[ 0.  1.  2.  3. 99.]")  # clip
+
+
+def test_block_until_ready_and_eager_compiles(book):
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    assert ". block_until_ready ()" in text  # the idiom, called directly
+    out = cell_output(book, "count_compiles")
+    counts = [int(n) for n in re.findall(r"(\d+) compilations", out)]
+    jaxpr = cell_output(book, "print(jax.make_jaxpr(chain)(m))")
+    n_eqns = len([l for l in jaxpr.splitlines() if " = " in l])
+    # One compilation per operation on a new shape, none on a repeat call.
+    assert counts == [n_eqns, 0, n_eqns] and g["eager_compiles"] == n_eqns
+    assert g["eager_first"] in text and g["eager_second"] in text
+
+
+def test_fusion_evidence(book):
+    g = glued(book, "numpy")
+    out = cell_output(book, "horner_report = analyze")
+    assert "fusions: 1" in out
+    ops = re.search(r"fusion \(\w+\): (.*)", out).group(1).split(", ")
+    assert ops.count("multiply") == 5 and ops.count("add") == 5
+    assert ops[-1] == "reduce" and g["horner_n_ops"] == len(ops) == 11
+    assert g["horner_temp"] == "0 B" and "temporaries 0 B" in out
+    # The transcendental chain: sine in a fusion of its own, a temporary between.
+    out = cell_output(book, "chain_report = analyze")
+    fusions = [l for l in out.splitlines() if "fusion (" in l or "_sine" in l]
+    assert any(l.split(": ")[1] == "sine" for l in fusions)
+    assert "temporaries: 3.81 MiB" in out
+
+
+def test_verdicts(book):
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    for key in (
+        "horner_jit_vs_numpy",
+        "horner_jit_vs_jnp",
+        "chain_jit_vs_numpy",
+        "chain_jit_vs_jnp",
+        "sin_vs_numpy",
+        "tanh_vs_numpy",
+        "gram_jit_vs_numpy",
+    ):
+        assert re.fullmatch(VERDICT, g[key]), (key, g[key])
+        assert g[key] in text
+    # The prose says fusion wins on the arithmetic chain: the measurement agrees.
+    assert "faster" in g["horner_jit_vs_numpy"]
+    assert "faster" in g["horner_jit_vs_jnp"]
+
+
+def test_page_shape(book):
+    soup = BeautifulSoup(book.page("numpy"), "html.parser")
+    text = soup.get_text(" ")
+    assert "DeviceSetup(platform='cpu', count=8" in text
+    # The printed sines agree with an independent NumPy computation.
+    out = cell_output(book, "sin_np, sin_jx = ")
+    expected = np.sin(np.linspace(0.0, np.pi, 5))
+    shown = out.splitlines()[0].split("[")[1].rstrip("]").split()
+    np.testing.assert_allclose([float(v) for v in shown], expected, atol=1e-4)
+    # The raises-exception cells show the errors the prose explains.
+    assert "JAX arrays are immutable" in text
+    assert "incompatible devices" in text
+    # The histogram exercise's answer is np.bincount's.
+    counts = np.bincount([0, 2, 2, 4, 2, 1, 0], minlength=5)
+    assert np.array2string(counts) in text
+    # The timing comparison: a figure with alt text, and "per call afterwards".
+    imgs = soup.select("div.cell_output img")
+    assert imgs and all(len(i.get("alt", "")) > 20 for i in imgs)
+    assert "per call afterwards" in " ".join(text.split())
+    # Exercise solutions are in the page but hidden (a dropdown), and assert.
+    solutions = soup.select("div.solution")
+    assert len(solutions) >= 2
+    assert all("dropdown" in s.get("class", []) for s in solutions)
+    nb = load(book.notebook("numpy"))
+    asserting = [
+        c
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and "assert " in source(c)
+    ]
+    assert len(asserting) >= 2
+
+
+def test_lists_refused(book):
+    out = cell_output(book, "jnp.sum([1, 2, 3])")
+    assert "TypeError" in out and "got <class 'list'>" in out
+
+
+def test_type_promotion(book):
+    out = cell_output(book, "int32 + float16 in NumPy")
+    assert "in NumPy: float64" in out and "in JAX:   float16" in out
