@@ -91,6 +91,16 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     html = (repo / "_build/html/a.html").read_text()
     assert "size: 512 bytes" in html and "size: 512 B<" not in html
 
+    # A build folder copied from another checkout caches the chapters under that
+    # checkout's paths; a change still re-executes them (matched by their code's hash).
+    moved = tmp_path / "moved"
+    shutil.copytree(repo, moved, symlinks=True)
+    compiled = moved / "src/jaxguide/compiled.py"
+    compiled.write_text(compiled.read_text().replace('return f"{n:.0f} bytes"', 'return f"{n:.0f} octets"'))
+    log, _ = build(moved)
+    assert executed(log) == {"a"}
+    assert "size: 512 octets" in (moved / "_build/html/a.html").read_text()
+
     # Editing the chapter itself still re-executes it, as myst-nb's cache does.
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY.replace("0.0015", "2.5"))
     log, _ = build(repo)

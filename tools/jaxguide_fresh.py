@@ -248,8 +248,16 @@ def outdated(app, env, added, changed, removed):
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     records = cache.list_cache_records()
     for docname in stale:
-        path = str(Path(env.doc2path(docname)).resolve())
-        dropped = [r.pk for r in records if str(Path(r.uri).resolve()) == path]
+        path = Path(env.doc2path(docname)).resolve()
+        dropped = {r.pk for r in records if str(Path(r.uri).resolve()) == str(path)}
+        # The cache also matches a notebook by the hash of its code, whatever path it was
+        # cached under (a build folder copied from another checkout): drop that one too.
+        try:
+            from myst_nb.core.read import read_myst_markdown_notebook
+
+            dropped.add(cache.match_cache_notebook(read_myst_markdown_notebook(path.read_text())).pk)
+        except Exception:  # KeyError: nothing cached under this hash
+            pass
         for pk in dropped:
             cache.remove_cache(pk)
         if dropped or docname not in added:
