@@ -22,6 +22,8 @@ def test_shard_map_basics(book):
     assert "could not infer replication" in text          # check_vma
     # The error names the reader's function, not an internal wrapper.
     assert "applied to the function 'local_sum'" in text and "_rem_singleton" not in text
+    # ... and without the check, one device's partial sum (0 + 1) comes back silently.
+    assert "check_vma=False returns 1.0; the total is 120.0" in text
     assert len(images(book, "shard_map")) >= 2            # W's sharding + the ring picture
 
 

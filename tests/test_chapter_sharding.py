@@ -22,6 +22,7 @@ def test_sharding_layouts(book):
     assert len(images(book, "sharding")) >= 6
     assert "<Axes" not in text  # show() leaves no object repr behind
     assert "How to Scale Your Model" in text
+    assert "default axis types: (Explicit, Explicit)" in text
     assert "fully replicated: True" in text
     assert "device 0: rows 0:2, columns 0:4, shape (2, 4)" in text
     assert "rows 0:4, columns 0:12 on devices (0, 2, 4, 6)" in text
@@ -66,3 +67,4 @@ def test_sharding_timing_glued(book):
     assert g["shard_iqr"] in {"overlap", "do not overlap"}
     assert f"the two measurements {g['shard_iqr']}" in text
     assert "cannot add compute" not in text
+    assert f"the same {g['shard_cores']} CPU cores" in text
