@@ -71,7 +71,7 @@ def test_pmap_timings_glued(book):
     assert g["pmap_fastest"] in VARIANTS
     assert f"their interquartile ranges {g['pmap_iqr']}" in text
     assert "the input, stack, is on device [0]" in text
-    assert g["pmap_cores"] >= 1 and f"this machine's {g['pmap_cores']} CPU cores" in text
+    assert g["pmap_cores"] >= 1 and re.search(rf"this machine.s {g['pmap_cores']} CPU cores", text)
     assert len(images(book, "pmap")) >= 2  # sharding picture + timing chart
 
 

@@ -14,9 +14,10 @@ pytestmark = pytest.mark.book
 
 def test_shard_map_basics(book):
     text = page_text(book, "shard_map")
-    assert "inside, while tracing: block shape (2,)" in text and "outside: global shape (16,)" in text
+    assert "inside, while tracing: block shape (2,)" in text and "block type float32[2]{V:x}" in text and "outside: global shape (16,)" in text
     for d in range(8):
         assert f"device {d} holds [{2 * d}. {2 * d + 1}.]" in text
+    assert "while tracing: float32[]{V:x} -> float32[]" in text  # psum removes the variance
     assert "psum: 120.0" in text                         # sum(range(16)), replicated
     assert "does not match the specs of the input" in text  # Explicit-mesh trap
     assert "could not infer replication" in text          # check_vma
