@@ -73,6 +73,7 @@ def test_pmap_timings_glued(book):
     assert "the input, stack, is on device [0]" in text
     assert g["pmap_cores"] >= 1 and re.search(rf"this machine.s {g['pmap_cores']} CPU cores", text)
     assert len(images(book, "pmap")) >= 2  # sharding picture + timing chart
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "pmap")), "every figure has a real alt text"
 
 
 def test_pmap_shard_map_rewrite(book):

@@ -26,6 +26,7 @@ def test_shard_map_basics(book):
     # ... and without the check, one device's partial sum (0 + 1) comes back silently.
     assert "check_vma=False returns 1.0; the total is 120.0" in text
     assert len(images(book, "shard_map")) >= 2            # W's sharding + the ring picture
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "shard_map")), "every figure has a real alt text"
 
 
 def test_shard_map_three_ways(book):

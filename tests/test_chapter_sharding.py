@@ -20,6 +20,7 @@ def test_sharding_layouts(book):
     assert "s[I_y]" not in text  # the output agrees with the prose's letters
     assert text.count("CPU 0,1,2,3,4,5,6,7") >= 1 and "CPU 0,2,4,6" in text
     assert len(images(book, "sharding")) >= 6
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "sharding")), "every figure has a real alt text"
     assert "<Axes" not in text  # show() leaves no object repr behind
     assert "How to Scale Your Model" in text
     assert "default axis types: (Explicit, Explicit)" in text
