@@ -11,21 +11,77 @@ from bookcheck import VERDICT, glued, images, page_text
 
 pytestmark = pytest.mark.book
 
+VARIANTS = {"vmap", "jit(vmap)", "pmap", "jit(pmap)", "pmap(jit)", "pmap, input pre-split"}
 
-def test_pmap(book):
-    g = glued(book, "pmap")
+
+def between(text: str, start: str, end: str) -> str:
+    i = text.index(start)
+    return text[i : text.index(end, i + len(start))]
+
+
+def test_pmap_rows_and_errors(book):
     text = page_text(book, "pmap")
+    # At most one row per device: 4 rows run on 4 of the 8 devices.
+    assert "4 rows ran on devices [0, 1, 2, 3]" in text
     # Today's error for too many rows, then the fix and jaxguide's own clear error.
     assert "cannot select an axis to squeeze out" in text
     assert "(16, 3) -> (8, 2, 3)" in text
     assert "a batch of 10 examples does not divide across 8 devices" in text
-    # Collectives: psum shares and pmean agree with an independent computation.
+    assert "a jax.Array: True" in text and "ArrayImpl" not in text
+    assert "CPU 0" in text  # visualize_array_sharding's text
+
+
+def test_pmap_collectives(book):
+    text = page_text(book, "pmap")
+    g = glued(book, "pmap")
     assert "axis_index: [0 1 2 3 4 5 6 7]" in text
     assert "pmean: [4.5 4.5 4.5 4.5 4.5 4.5 4.5 4.5]" in text
+    assert "sum: 1.0000" in text  # the shares of the psum total add up to one
+    # The gradient's all-reduce: w (3 float32) and b (1 float32), by hand.
+    assert g["pmap_grad_bytes"] == 4 * (3 + 1)
+    assert re.search(r"all-reduce f32\[\], f32\[3\] 16 B 8", text), "gradient all-reduce row"
+
+
+def test_pmap_jaxprs_and_programs(book):
+    text = page_text(book, "pmap")
     # pmap is built on jit + shard_map, visible in its jaxpr.
     assert "shard_map[" in text and "_internal_pmap_axis_name" in text
-    assert "jit(pmap) shard_map: True jit levels: 2" in text
-    assert "jit(vmap) shard_map: False" in text
-    assert re.fullmatch(VERDICT, g["pmap_vs_jitvmap"]) and g["pmap_fastest"] in {"vmap", "jit(vmap)", "pmap", "jit(pmap)", "pmap(jit)"}
-    assert "CPU 0" in text  # visualize_array_sharding's text
+    # The trimmed jaxprs themselves are shown, one per variant.
+    jv = between(text, "--- jit(vmap)", "--- pmap")
+    assert "shard_map[" not in jv and "dot_general" in jv and "name=work" in jv
+    pm = between(text, "--- pmap", "--- jit(pmap)")
+    assert pm.count("jit[") == 1 and "shard_map[" in pm
+    jp = between(text, "--- jit(pmap)", "--- pmap(jit)")
+    assert jp.count("jit[") == 2 and jp.index("jit[") < jp.index("shard_map[")
+    pj = between(text, "--- pmap(jit)", "Read the indentation")
+    assert pj.count("jit[") == 2 and pj.index("shard_map[") < pj.rindex("jit[")
+    # ... and the three pmap variants compile to the same work, with no collective.
+    rows = re.findall(r"(pmap|jit\(pmap\)|pmap\(jit\)) +([\d.]+) MFLOP per device, fusions: (\d+), collectives: (\d+)", text)
+    assert [r[0] for r in rows] == ["pmap", "jit(pmap)", "pmap(jit)"], rows
+    assert len({r[1:] for r in rows}) == 1 and rows[0][3] == "0", rows
+    assert abs(float(rows[0][1]) - 2 * 256**3 / 1e6) < 0.2, rows  # one 256x256 matmul
+
+
+def test_pmap_timings_glued(book):
+    text = page_text(book, "pmap")
+    g = glued(book, "pmap")
+    for key in ("pmap_jit_vs_pmap", "pmap_presplit", "pmap_vs_jitvmap"):
+        assert re.fullmatch(VERDICT, g[key]), (key, g[key])
+    assert g["pmap_iqr"] in {"overlap", "do not overlap"}
+    assert g["pmap_fastest"] in VARIANTS
+    assert f"their interquartile ranges {g['pmap_iqr']}" in text
+    assert "the input, stack, is on device [0]" in text
+    assert g["pmap_cores"] >= 1 and re.search(rf"this machine.s {g['pmap_cores']} CPU cores", text)
     assert len(images(book, "pmap")) >= 2  # sharding picture + timing chart
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "pmap")), "every figure has a real alt text"
+
+
+def test_pmap_shard_map_rewrite(book):
+    text = page_text(book, "pmap")
+    g = glued(book, "pmap")
+    assert "pmap (8, 8, 3) (8, 3) {'all-reduce': 1}" in text
+    assert "shard_map (64, 3) (3,) {'all-reduce': 1}" in text
+    # The word-for-word port is off by the device count, and the page shows why.
+    assert g["pmap_literal_ratio"] == 8
+    assert "literal / full-batch gradient: [8. 8. 8.]" in text
+    assert "float32[8,3]{V:devices}" in text

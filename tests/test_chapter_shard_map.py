@@ -7,22 +7,47 @@ import re
 
 import pytest
 
-from bookcheck import images, page_text
+from bookcheck import glued, images, page_text
 
 pytestmark = pytest.mark.book
 
 
-def test_shard_map(book):
+def test_shard_map_basics(book):
     text = page_text(book, "shard_map")
-    assert "inside, while tracing: block shape (2,)" in text and "outside: global shape (16,)" in text
+    assert "inside, while tracing: block shape (2,)" in text and "block type float32[2]{V:x}" in text and "outside: global shape (16,)" in text
     for d in range(8):
         assert f"device {d} holds [{2 * d}. {2 * d + 1}.]" in text
+    assert "while tracing: float32[]{V:x} -> float32[]" in text  # psum removes the variance
     assert "psum: 120.0" in text                         # sum(range(16)), replicated
     assert "does not match the specs of the input" in text  # Explicit-mesh trap
     assert "could not infer replication" in text          # check_vma
-    # The three-way layer: all equal to the reference, and what each program contains.
+    # The error names the reader's function, not an internal wrapper.
+    assert "applied to the function 'local_sum'" in text and "_rem_singleton" not in text
+    # ... and without the check, one device's partial sum (0 + 1) comes back silently.
+    assert "check_vma=False returns 1.0; the total is 120.0" in text
+    assert len(images(book, "shard_map")) >= 2            # W's sharding + the ring picture
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "shard_map")), "every figure has a real alt text"
+
+
+def test_shard_map_three_ways(book):
+    text = page_text(book, "shard_map")
+    g = glued(book, "shard_map")
     results = re.findall(r"(automatic|semi-automatic|manual) +equal to the reference: max \|diff\| = (\S+)", text)
     assert [r[0] for r in results] == ["automatic", "semi-automatic", "manual"], results
     assert all(float(r[1]) < 1e-5 for r in results), results
-    assert "manual: {'all-reduce': 1}" in text
-    assert len(images(book, "shard_map")) >= 2            # W's sharding + the ring picture
+    # Notation with the prose's letters.
+    assert "W[K_x, N]" in text and "x[B, K_x]" in text and "W[I_x, J]" not in text
+    # The manual program: one all-reduce of the 32x16 float32 partial products.
+    assert g["layer_psum_bytes"] == 32 * 16 * 4
+    # All three compiled programs: exactly that one all-reduce.
+    for name in ("automatic", "semi-automatic", "manual"):
+        row = rf"--- {name}: 2048 bytes per device collective operands \(per device\) bytes group all-reduce f32\[32,16\] 2 KiB 8 "
+        assert re.search(row, text), name
+
+
+def test_shard_map_ring(book):
+    text = page_text(book, "shard_map")
+    p, n = 8, 64
+    assert f"ring_allreduce {{'collective-permute': {2 * (p - 1)}}} {2 * (p - 1) * (n // p) * 4}" in text
+    assert f"naive_ring {{'collective-permute': {p - 1}}} {(p - 1) * n * 4}" in text
+    assert f"with_psum {{'all-reduce': 1}} {n * 4}" in text

@@ -12,16 +12,60 @@ from bookcheck import VERDICT, glued, images, page_text
 pytestmark = pytest.mark.book
 
 
-def test_sharding(book):
+def test_sharding_layouts(book):
     text = page_text(book, "sharding")
-    g = glued(book, "sharding")
-    # Every layout the prose names is pictured, with the book's notation and JAX's text view.
-    for name in ("A[I_x, J]", "A[I, J_y]", "A[I_x, J_y]", "A[I, J]", "s[J_y]", "B[I, J_y]"):
+    # Every layout the prose names is printed, with the book's notation and JAX's text view.
+    for name in ("A[I_x, J]", "A[I, J_y]", "A[I_x, J_y]", "A[I, J]", "s[J_y]", "B[I, J_y]", "B[I_x, J_y]"):
         assert name in text, name
+    assert "s[I_y]" not in text  # the output agrees with the prose's letters
     assert text.count("CPU 0,1,2,3,4,5,6,7") >= 1 and "CPU 0,2,4,6" in text
     assert len(images(book, "sharding")) >= 6
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "sharding")), "every figure has a real alt text"
     assert "<Axes" not in text  # show() leaves no object repr behind
+    assert "How to Scale Your Model" in text
+    assert "default axis types: (Explicit, Explicit)" in text
+    assert "fully replicated: True" in text
+    assert "device 0: rows 0:2, columns 0:4, shape (2, 4)" in text
+    assert "rows 0:4, columns 0:12 on devices (0, 2, 4, 6)" in text
+
+
+def test_sharding_collectives(book):
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    # Elementwise: nothing sent (the elementwise function and the unconstrained one).
+    assert text.count("collectives: {}") >= 2
+    # Column sums of A[I_x, J_y] (2x4 blocks): an all-reduce of 4 float32 over the
+    # 4 devices along x.
+    assert (g["sum_kind"], g["sum_bytes"], g["sum_group"]) == ("all-reduce", 4 * 4, 4)
+    # The constraint B[I, J_y]: all-gather of a 2x4 block into the 8x4 half.
+    assert (g["con_kind"], g["con_in"], g["con_out"]) == ("all-gather", 2 * 4 * 4, 8 * 4 * 4)
+    # in_shardings A[I_x, J] -> out_shardings A[I, J_y]: the same all-gather.
+    assert text.count("all-gather f32[2,4] 32 B 4") == 2
+    # cos on 2048x2048 float32: read + write; one eighth per device when sharded.
+    assert re.search(r"1 device A\[I, J\] \(one device\) bytes accessed per device: 32\.0 MiB, collectives: 0", text)
+    assert re.search(r"8 devices A\[I_x, J_y\] bytes accessed per device: 4\.0 MiB, collectives: 0", text)
+
+
+def test_sharding_explicit_and_memory(book):
+    text = page_text(book, "sharding")
     assert "float32[8@x,8@y]" in text and "float32[8@x,8]" in text
     assert "ShardingTypeError" in text
-    assert "pinned_host" in text and "fully replicated: True" in text
+    # Types printed while tracing, once (the second call does not trace).
+    assert text.count("tracing: a is float32[8@x,8@y]") == 1
+    assert "tracing: a.sum(axis=0) is float32[8@y]" in text and "result: float32[8@y]" in text
+    # Memory kinds used: the stack in host memory, one layer at a time on the device.
+    assert "'device', 'pinned_host', 'unpinned_host'" in text
+    assert "w: device w[I_x, J]" in text and "on_host: pinned_host L[I, J_x, K]" in text
+    # per device: 4 layers of 2x8 float32 on the host, 1 layer on the device
+    assert f"all layers {4 * 2 * 8 * 4} bytes in host memory; one layer {2 * 8 * 4} bytes" in text
+    assert "memory_space" in text
+
+
+def test_sharding_timing_glued(book):
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
     assert re.fullmatch(VERDICT, g["shard_vs_single"]) and g["shard_vs_single"] in text
+    assert g["shard_iqr"] in {"overlap", "do not overlap"}
+    assert f"the two measurements {g['shard_iqr']}" in text
+    assert "cannot add compute" not in text
+    assert f"the same {g['shard_cores']} CPU cores" in text

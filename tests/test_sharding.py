@@ -31,6 +31,13 @@ def expected_blocks(arr):
         out.setdefault(key, set()).add(s.device.id)
     return out
 
+def error(fn, kind):
+    try:
+        fn()
+    except kind as e:
+        return str(e)
+    raise AssertionError(f"{fn} did not raise {kind.__name__}")
+
 for spec in [P("x", None), P(None, "y"), P("x", "y"), P(), P(("x", "y"))]:
     arr = put(spec)
     blocks = shard_blocks(arr)
@@ -56,6 +63,18 @@ assert notation(put(P(("x", "y")))) == "A[I_xy, J]"
 assert notation(put(P())) == "A[I, J]"
 assert notation(jnp.ones((2, 3))) == "A[I, J] (one device)"
 assert notation(jax.pmap(lambda r: r)(jnp.ones((8, 2)))) == "A[I_pmap, J]"
+# The caller chooses the index letters; the default is unchanged.
+assert notation(put(P("x", None)), "W", indices="KN") == "W[K_x, N]"
+assert notation(put(P(None, "y")), "x", indices=("B", "K")) == "x[B, K_y]"
+s1 = jax.jit(lambda a: a.sum(axis=0))(put(P("x", "y")))
+assert notation(s1, "s", indices="J") == "s[J_y]"
+assert notation(s1, "s") == "s[I_y]"
+msg = error(lambda: notation(put(P()), indices="K"), ValueError)
+assert "1 index letter(s)" in msg and "2 dimension(s)" in msg, msg
+msg = error(lambda: notation(put(P()), indices=3), TypeError)
+assert "indices must be a string" in msg, msg
+ax = plot_sharding(put(P("x", None)), name="W", indices="KN")
+assert ax.get_title().startswith("W[K_x, N]"), ax.get_title()
 
 # The picture: one labelled rectangle group per block, replication called out.
 ax = plot_sharding(put(P("x", None)))
@@ -78,13 +97,6 @@ xy = split_batch((jnp.zeros((16, 3)), jnp.zeros(16)))
 assert xy[0].shape == (8, 2, 3) and xy[1].shape == (8, 2)
 sb = shard_batch(jnp.zeros((12, 5)), mesh, "x")
 assert sb.sharding.spec == P("x") and {s.data.shape for s in sb.addressable_shards} == {(3, 5)}
-
-def error(fn, kind):
-    try:
-        fn()
-    except kind as e:
-        return str(e)
-    raise AssertionError(f"{fn} did not raise {kind.__name__}")
 
 msg = error(lambda: split_batch(jnp.zeros((10, 3))), ValueError)
 assert "batch of 10 examples does not divide across 8 devices" in msg and "multiple of 8 (e.g. 16 or 8)" in msg, msg

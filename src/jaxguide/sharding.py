@@ -80,26 +80,83 @@ def _spec_and_mesh(arr_or_sharding):
     return spec, getattr(sharding, "mesh", None)
 
 
-def notation(arr_or_sharding, name: str = "A", ndim: int | None = None) -> str:
+def _index_letters(indices, ndim: int, where: str) -> tuple[str, ...]:
+    if indices is None:
+        if ndim > len(_INDEX_LETTERS):
+            raise ValueError(
+                f"{where}: at most {len(_INDEX_LETTERS)} dimensions get default index letters, "
+                f"got {ndim}; pass indices=... with one letter per dimension."
+            )
+        return tuple(_INDEX_LETTERS[:ndim])
+    if isinstance(indices, str):
+        letters = tuple(indices)
+    else:
+        try:
+            letters = tuple(indices)
+        except TypeError:
+            raise TypeError(
+                f"{where}: indices must be a string such as 'KN' or a sequence of strings, "
+                f"got {indices!r}."
+            ) from None
+    if not all(isinstance(l, str) and l for l in letters):
+        raise TypeError(
+            f"{where}: indices must be a string such as 'KN' or a sequence of non-empty "
+            f"strings, got {indices!r}."
+        )
+    if len(letters) != ndim:
+        raise ValueError(
+            f"{where}: indices gives {len(letters)} index letter(s) {letters!r} for an array "
+            f"of {ndim} dimension(s); give exactly one per dimension."
+        )
+    return letters
+
+
+def notation(arr_or_sharding, name: str = "A", ndim: int | None = None, *, indices=None) -> str:
     """The book's notation for a sharding: ``A[I_x, J]`` for ``P('x', None)``.
 
-    Each array dimension gets an index letter (I, J, K, ...); a dimension split over
-    mesh axes gets them as a subscript (``I_xy`` for ``P(('x', 'y'))``); a dimension
-    without subscript is whole on every device. ``A[I, J]`` on a mesh therefore means
-    fully replicated. A single-device array has no mesh: ``A[I, J] (one device)``.
-    A ``jax.pmap`` result's internal device axis is written ``pmap``: ``A[I_pmap, J]``.
+    Each array dimension gets an index letter (I, J, K, ... unless ``indices`` says
+    otherwise); a dimension split over mesh axes gets them as a subscript (``I_xy``
+    for ``P(('x', 'y'))``); a dimension without subscript is whole on every device.
+    ``A[I, J]`` on a mesh therefore means fully replicated. A single-device array has
+    no mesh: ``A[I, J] (one device)``. A ``jax.pmap`` result's internal device axis is
+    written ``pmap``: ``A[I_pmap, J]``. The notation is the one of "How to Scale Your
+    Model" (https://jax-ml.github.io/scaling-book/sharding/).
+
+    Args:
+        arr_or_sharding: a ``jax.Array`` or a sharding with a ``spec``.
+        name: the array's name in the notation.
+        ndim: number of dimensions, when a sharding (not an array) is given and its
+            spec is shorter than the array's rank.
+        indices: the index letters, one per dimension: a string (``"KN"``) or a
+            sequence of strings (``("B", "K")``). Default: ``I, J, K, ...``, so a
+            weight matrix contracted over its rows can read ``W[K_x, N]``.
+
+    Returns:
+        The notation as a string.
+
+    Raises:
+        ValueError: ``indices`` does not give one letter per dimension, or the array
+            has more dimensions than default letters.
+        TypeError: ``indices`` is neither a string nor a sequence of strings.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = make_mesh((jax.device_count(),), ("x",))
+        >>> w = jax.device_put(jnp.zeros((jax.device_count(), 3)), NamedSharding(mesh, P("x")))
+        >>> notation(w, "W", indices="KN")
+        'W[K_x, N]'
     """
     spec, mesh = _spec_and_mesh(arr_or_sharding)
     if ndim is None:
         ndim = getattr(arr_or_sharding, "ndim", None)
     if ndim is None:
         ndim = len(spec) if spec is not None else 0
-    if ndim > len(_INDEX_LETTERS):
-        raise ValueError(f"notation: at most {len(_INDEX_LETTERS)} dimensions, got {ndim}.")
+    letters = _index_letters(indices, ndim, "notation")
     entries = list(spec) if spec is not None else []
     entries += [None] * (ndim - len(entries))
     dims = []
-    for letter, entry in zip(_INDEX_LETTERS, entries):
+    for letter, entry in zip(letters, entries):
         axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
         axes = tuple(_PMAP_AXIS_LABEL if a == _PMAP_AXIS else a for a in axes)
         dims.append(letter + ("_" + "".join(axes) if axes else ""))
@@ -114,12 +171,13 @@ def _device_colors(ids):
     return {i: cmap(i % cmap.N) for i in ids}
 
 
-def plot_sharding(arr, *, ax=None, title: str | None = None, name: str = "A"):
+def plot_sharding(arr, *, ax=None, title: str | None = None, name: str = "A", indices=None):
     """Draw how ``arr`` (1-D or 2-D) is split over devices. Returns the ``Axes``.
 
     Each block of the index space is a rectangle coloured by the device that holds it
     and labelled ``D<id>``. A replicated block is hatched, carries one colour chip per
     holding device and is labelled with all of them and ``×n``. Ticks mark block edges.
+    The title is the book's notation (:func:`notation`, with ``name`` and ``indices``).
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -169,7 +227,7 @@ def plot_sharding(arr, *, ax=None, title: str | None = None, name: str = "A"):
     ax.set_xlabel("column" if arr.ndim == 2 else "index")
     ax.tick_params(labelsize=8)
     spec, _ = _spec_and_mesh(arr)
-    heading = title or f"{notation(arr, name)}   {arr.dtype}{list(arr.shape)}"
+    heading = title or f"{notation(arr, name, indices=indices)}   {arr.dtype}{list(arr.shape)}"
     if spec is not None and not title:
         heading += f"\n{spec}"
     ax.set_title(heading, fontsize=9)
@@ -276,16 +334,18 @@ def shard_batch(batch, mesh, axis="x"):
     return jax.device_put(batch, NamedSharding(mesh, spec))
 
 
-def show(arr, name: str = "A"):
+def show(arr, name: str = "A", *, indices=None):
     """Show a sharding three ways: the book's notation with ``jax.typeof``, JAX's own
     text picture (``jax.debug.visualize_array_sharding``) and :func:`plot_sharding`.
 
     Returns nothing, so that a notebook cell ending in ``show(x)`` displays the figure
     and not the ``Axes`` object's repr; use :func:`plot_sharding` for the ``Axes``.
+    ``name`` and ``indices`` choose the array's name and index letters, as in
+    :func:`notation`.
     """
     import jax
 
     _as_array(arr, "show(arr)")
-    print(f"{notation(arr, name)}    jax.typeof: {jax.typeof(arr)}")
+    print(f"{notation(arr, name, indices=indices)}    jax.typeof: {jax.typeof(arr)}")
     jax.debug.visualize_array_sharding(arr)
-    plot_sharding(arr, name=name)
+    plot_sharding(arr, name=name, indices=indices)
