@@ -27,6 +27,7 @@ the causes:
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -111,6 +112,25 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
             context[key] = [asset for asset in context[key] if not thebe(asset)]
     if not context.get("default_mode"):
         context["default_mode"] = "auto"
+    # A description for search results and link previews: the page's first paragraph.
+    if doctree is not None and "name=\"description\"" not in context.get("metatags", ""):
+        text = _first_paragraph(doctree)
+        if text:
+            context["metatags"] = context.get("metatags", "") + (
+                f'\n<meta name="description" content="{html.escape(text, quote=True)}" />'
+                f'\n<meta property="og:description" content="{html.escape(text, quote=True)}" />'
+            )
+
+
+def _first_paragraph(doctree, limit: int = 200) -> str:
+    """The first paragraph of prose of a page, cut at a word to ``limit`` characters."""
+    for para in doctree.findall(nodes.paragraph):
+        if para.next_node(nodes.raw) is not None:
+            continue
+        text = " ".join(para.astext().split())
+        if len(text) >= 40 and not text.startswith("How this page was produced"):
+            return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+    return ""
 
 
 # ----------------------------------------------------------------------------- icons
@@ -240,10 +260,42 @@ def _finish(app: Sphinx, exception) -> None:
         raise ExtensionError(f"jaxguide_site: no CSS rule for Font Awesome icon(s) {missing}; did the theme change?")
     codepoints = _codepoints(stylesheets)
     _shrink_images(outdir)
+    _write_not_found(app, outdir)
     fonts = theme / "vendor" / "fontawesome"
     for font in list(fonts.rglob("*.woff2")) + list(fonts.rglob("*.ttf")):
         target = static / "vendor" / "fontawesome" / font.relative_to(fonts)
         _subset_font(font, target, codepoints, outdir.parent / ".jaxguide-fonts")
+
+
+_NOT_FOUND = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Page not found — {title}</title>
+<meta name="description" content="This page does not exist in {title}.">
+<style>
+  body {{ font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto; padding: 0 1rem;
+         line-height: 1.5; color: #1f2328; background: #fff; }}
+  @media (prefers-color-scheme: dark) {{ body {{ color: #e6edf3; background: #0d1117; }} a {{ color: #58a6ff; }} }}
+  a {{ color: #0550ae; }}
+</style></head>
+<body><main>
+<h1>Page not found</h1>
+<p>There is no page at this address in <a href="{base}">{title}</a>. It may have moved when
+the book was reorganised.</p>
+<ul>
+<li><a href="{base}">Go to the start of the book</a>, where the reading path lists every chapter;</li>
+<li>or <a href="{base}search.html">search the book</a>.</li>
+</ul>
+</main></body></html>
+"""
+
+
+def _write_not_found(app: Sphinx, outdir: Path) -> None:
+    """``404.html`` for the web host (GitHub Pages serves it for any missing path, so its
+    links are absolute: relative ones would resolve against the missing address)."""
+    base = (app.config.html_baseurl or "").rstrip("/") + "/"
+    title = html.escape(app.config.html_title or app.config.project)
+    write_atomic(outdir / "404.html", _NOT_FOUND.format(base=base, title=title).encode())
 
 
 def _clear_rewritten(app: Sphinx) -> None:
