@@ -126,6 +126,12 @@ def _new_page(browser, **options):
     return context, page, log
 
 
+# Code cells whose lines are at most 79 characters, but which do not fit their box.
+CODE_TOO_WIDE = """() => [...document.querySelectorAll('div.cell_input div.highlight pre')]
+  .filter(p => Math.max(...p.innerText.split('\\n').map(l => l.length)) <= 79)
+  .filter(p => p.scrollWidth > p.clientWidth + 1)
+  .map(p => p.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, ''))"""
+
 VISIBILITY = """() => {
   const shown = e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length)
                      && getComputedStyle(e).visibility !== 'hidden';
@@ -179,12 +185,13 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
     """Open ``name.html`` in a fresh context (empty cache); return what is wrong with
     it, and the bytes it transferred. Each problem is one line saying what and where.
     A chapter must also show its code and outputs and transfer at most ``budget`` bytes."""
-    context, page, log = _new_page(browser)
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
     try:
         page.goto(base + f"{name}.html", wait_until="networkidle")
         broken_images = page.evaluate(BROKEN_IMAGES)
         hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
         cells = page.evaluate(VISIBILITY)
+        too_wide = page.evaluate(CODE_TOO_WIDE)
     finally:
         context.close()
     problems = list(log["errors"])
@@ -202,6 +209,7 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
             problems.append(f"no code cells or no outputs: {cells}")
         if cells["hidden_inputs"] or cells["hidden_outputs"]:
             problems.append(f"invisible code cells or outputs: {cells}")
+        problems += [f"code line of at most 79 columns does not fit its box: {line!r}" for line in too_wide]
     return problems, size
 
 
@@ -217,7 +225,7 @@ BAD_PAGE = """<!doctype html><html><head><title>bad</title></head><body>
 <img src="missing.png" alt="missing">
 <img src="https://example.invalid/remote.png" alt="remote">
 <a href="good.html#nowhere">dangling anchor</a> <a href="absent.html">missing page</a> <a href="#here">fine</a>
-<div class="cell"><div class="cell_input"><pre>x = 1</pre></div>
+<div class="cell"><div class="cell_input"><div class="highlight"><pre style="width:100px;overflow:auto">x = 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 + 15 + 16</pre></div></div>
 <div class="cell_output" style="display:none"><pre>hidden output</pre></div></div>
 <p id="here">here</p></body></html>"""
 
@@ -241,6 +249,7 @@ def test_page_checks_catch_planted_problems(browser, tmp_path):
     assert "absent.html: no such file" in text
     assert "#here" not in text
     assert "invisible code cells or outputs" in text
+    assert "code line of at most 79 columns does not fit its box: 'x = 1 + 2" in text
     assert "more than the budget of 100" in text
     assert clean == []
 
