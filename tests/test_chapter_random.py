@@ -3,7 +3,9 @@ the demonstrations its prose describes really happened."""
 
 from __future__ import annotations
 
+import json
 
+import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
@@ -18,8 +20,43 @@ def test_random(book):
     for name, mean in expected.items():
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
     text = page_text(book, "random")
-    assert "correlation: 1.0" in text      # the key-reuse bug, shown
+    assert "correlation: 1.0000" in text      # the key-reuse bug, shown
     assert "key<fry>" in text and "uint32 (2,)" in text
     assert "is a typed key? True False" in text
     soup = BeautifulSoup(book.page("random"), "html.parser")
     assert len(soup.select("div.cell_output img")) >= 1
+
+
+def test_random_key_reuse_checker(book):
+    nb = json.loads(book.notebook("random").read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    raised = [
+        (i, o) for i, c in enumerate(cells) for o in c.get("outputs", [])
+        if o["output_type"] == "error"
+    ]
+    assert [o["ename"] for _, o in raised] == ["KeyReuseError"]
+    i = raised[0][0]
+    assert 'jax_debug_key_reuse", True' in "".join(cells[i]["source"])
+    # The next cell runs correct code with the checker on, then switches it off.
+    after = "".join(cells[i + 1]["source"])
+    assert after.rstrip().endswith('jax.config.update("jax_debug_key_reuse", False)')
+    assert "split keys: no error with the checker on" in page_text(book, "random")
+
+
+def test_random_per_device_and_versions(book):
+    import jax
+
+    text = page_text(book, "random")
+    assert text.count("8 different rows from 8 devices") == 1
+    assert "row i is normal(fold_in(key, i)): True" in text
+    assert "sharded over 8 devices: PartitionSpec('devices',)" in text
+    assert "same numbers as on one device: True" in text
+    # The flag demonstration, recomputed here.
+    key = jax.random.key(42)
+    now = np.asarray(jax.random.normal(key, (3,)))
+    with jax.threefry_partitionable(False):
+        before = np.asarray(jax.random.normal(key, (3,)))
+    assert "jax_threefry_partitionable = True" in text
+    for values in (now, before):
+        assert " ".join(np.array2string(values, precision=4).split()) in text
+    assert not np.array_equal(now, before)
