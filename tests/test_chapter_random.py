@@ -34,8 +34,11 @@ def test_random_key_reuse_checker(book):
         (i, o) for i, c in enumerate(cells) for o in c.get("outputs", [])
         if o["output_type"] == "error"
     ]
-    assert [o["ename"] for _, o in raised] == ["KeyReuseError"]
-    i = raised[0][0]
+    # Arithmetic on a typed key, then the reuse checker.
+    assert [o["ename"] for _, o in raised] == ["TypeError", "KeyReuseError"]
+    assert "add does not accept dtypes key<fry>" in raised[0][1]["evalue"]
+    assert "legacy + 1: [1 1]" in page_text(book, "random")
+    i = raised[1][0]
     assert 'jax_debug_key_reuse", True' in "".join(cells[i]["source"])
     # The next cell runs correct code with the checker on, then switches it off.
     after = "".join(cells[i + 1]["source"])
@@ -49,7 +52,8 @@ def test_random_per_device_and_versions(book):
     text = page_text(book, "random")
     assert text.count("8 different rows from 8 devices") == 1
     assert "row i is normal(fold_in(key, i)): True" in text
-    assert "sharded over 8 devices: PartitionSpec('devices',)" in text
+    assert "the same rows as the split way: True" in text
+    assert "sharded over 8 devices: P('devices',)" in text
     assert "same numbers as on one device: True" in text
     # The flag demonstration, recomputed here.
     key = jax.random.key(42)
