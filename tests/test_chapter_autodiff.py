@@ -77,6 +77,9 @@ def test_autodiff_jacobians(book):
     # jacrev: one forward pass on f32[4], the backward pass batched over 4 outputs.
     assert "d:f32[4] = tanh c" in text and "f32[4,4] = mul" in text
     assert "f32[4,3] = dot_general" in text
+    # jacfwd: the 3 input directions go forward as one batch; tanh of the value once.
+    assert "dot_general float32[4,3]" in text
+    assert text.count("tanh float32[4]") == 1 and "mul float32[3,4]" in text
     # The FLOP ratios, recomputed here from the compiled programs.
     A = jax.random.normal(jax.random.key(2), (2000, 10))
     flops = {}

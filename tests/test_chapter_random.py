@@ -4,6 +4,7 @@ the demonstrations its prose describes really happened."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -23,6 +24,11 @@ def test_random(book):
     assert "correlation: 1.0000" in text      # the key-reuse bug, shown
     assert "key<fry>" in text and "uint32 (2,)" in text
     assert "is a typed key? True False" in text
+    corr = float(re.search(r"2-D normal: sample correlation (-?[\d.]+)", text).group(1))
+    assert corr == pytest.approx(0.8, abs=0.03)
+    # The pi exercise's bug: one key for x and y gives 4 / sqrt(2).
+    wrong = float(re.search(r"with one key for x and y: ([\d.]+)", text).group(1))
+    assert wrong == pytest.approx(4 / np.sqrt(2), abs=0.02)
     soup = BeautifulSoup(book.page("random"), "html.parser")
     assert len(soup.select("div.cell_output img")) >= 1
 
@@ -64,3 +70,4 @@ def test_random_per_device_and_versions(book):
     for values in (now, before):
         assert " ".join(np.array2string(values, precision=4).split()) in text
     assert not np.array_equal(now, before)
+    assert "split(key, 8)[i] == fold_in(key, i): True False" in text
