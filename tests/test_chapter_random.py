@@ -3,7 +3,10 @@ the demonstrations its prose describes really happened."""
 
 from __future__ import annotations
 
+import json
+import re
 
+import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
@@ -18,8 +21,53 @@ def test_random(book):
     for name, mean in expected.items():
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
     text = page_text(book, "random")
-    assert "correlation: 1.0" in text      # the key-reuse bug, shown
+    assert "correlation: 1.0000" in text      # the key-reuse bug, shown
     assert "key<fry>" in text and "uint32 (2,)" in text
     assert "is a typed key? True False" in text
+    corr = float(re.search(r"2-D normal: sample correlation (-?[\d.]+)", text).group(1))
+    assert corr == pytest.approx(0.8, abs=0.03)
+    # The pi exercise's bug: one key for x and y gives 4 / sqrt(2).
+    wrong = float(re.search(r"with one key for x and y: ([\d.]+)", text).group(1))
+    assert wrong == pytest.approx(4 / np.sqrt(2), abs=0.02)
     soup = BeautifulSoup(book.page("random"), "html.parser")
     assert len(soup.select("div.cell_output img")) >= 1
+
+
+def test_random_key_reuse_checker(book):
+    nb = json.loads(book.notebook("random").read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    raised = [
+        (i, o) for i, c in enumerate(cells) for o in c.get("outputs", [])
+        if o["output_type"] == "error"
+    ]
+    # Arithmetic on a typed key, then the reuse checker.
+    assert [o["ename"] for _, o in raised] == ["TypeError", "KeyReuseError"]
+    assert "add does not accept dtypes key<fry>" in raised[0][1]["evalue"]
+    assert "legacy + 1: [1 1]" in page_text(book, "random")
+    i = raised[1][0]
+    assert 'jax_debug_key_reuse", True' in "".join(cells[i]["source"])
+    # The next cell runs correct code with the checker on, then switches it off.
+    after = "".join(cells[i + 1]["source"])
+    assert after.rstrip().endswith('jax.config.update("jax_debug_key_reuse", False)')
+    assert "split keys: no error with the checker on" in page_text(book, "random")
+
+
+def test_random_per_device_and_versions(book):
+    import jax
+
+    text = page_text(book, "random")
+    assert text.count("8 different rows from 8 devices") == 1
+    assert "row i is normal(fold_in(key, i)): True" in text
+    assert "the same rows as the split way: True" in text
+    assert "sharded over 8 devices: P('devices',)" in text
+    assert "same numbers as on one device: True" in text
+    # The flag demonstration, recomputed here.
+    key = jax.random.key(42)
+    now = np.asarray(jax.random.normal(key, (3,)))
+    with jax.threefry_partitionable(False):
+        before = np.asarray(jax.random.normal(key, (3,)))
+    assert "jax_threefry_partitionable = True" in text
+    for values in (now, before):
+        assert " ".join(np.array2string(values, precision=4).split()) in text
+    assert not np.array_equal(now, before)
+    assert "split(key, 8)[i] == fold_in(key, i): True False" in text

@@ -37,3 +37,10 @@ def test_bad_inputs():
         numerical_grad(jnp.sum, jnp.arange(3))
     with pytest.raises(TypeError, match="f must be callable"):
         numerical_grad(3, jnp.ones(2))
+
+
+def test_check_grad_checks_its_arguments():
+    with pytest.raises(TypeError, match="f must be callable"):
+        check_grad(3, jnp.ones(2))
+    with pytest.raises(ValueError, match=r"check_grad\(rtol=...\)"):
+        check_grad(jnp.sum, jnp.ones(2), rtol=-1.0)

@@ -25,15 +25,40 @@ def _check_eps(eps) -> float:
     return float(eps)
 
 
+def _check_tol(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+        raise ValueError(
+            f"check_grad({name}=...): expected a non-negative number, got {value!r}."
+        )
+    return float(value)
+
+
 def numerical_grad(f: Callable, params, eps: float = 1e-3):
     """Central-difference gradient of a scalar function ``f`` at ``params``.
 
-    ``params`` may be any pytree of float arrays (a dict of weights, a tuple ...).
-    ``f`` is evaluated in float64 NumPy-side steps of ``eps`` along every coordinate,
-    so it needs ``2 * size`` calls: use it on small problems.
+    Every coordinate of every leaf is moved by ``+eps`` and ``-eps`` (the moved
+    values are cast back to the leaf's dtype before ``f`` sees them), and the slope
+    ``(f(+) - f(-)) / (2 eps)`` is taken in float64. That is ``2 * size`` calls of
+    ``f``: use it on small problems.
+
+    Args:
+        f: a function of ``params`` returning a scalar.
+        params: any pytree of floating-point arrays (a dict of weights, a tuple ...).
+        eps: the step, a positive number.
 
     Returns:
         A pytree shaped like ``params`` (NumPy float64 leaves).
+
+    Raises:
+        TypeError: ``f`` is not callable, or a leaf is not floating point.
+        ValueError: ``eps`` is not positive, ``params`` has no leaves, or ``f``
+            does not return a scalar.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> g = numerical_grad(lambda x: jnp.sum(x**2), jnp.array([1.0, 2.0]))
+        >>> [round(float(v), 2) for v in g]
+        [2.0, 4.0]
     """
     import jax
 
@@ -73,10 +98,30 @@ def numerical_grad(f: Callable, params, eps: float = 1e-3):
 def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> float:
     """Compare ``jax.grad(f)(params)`` with :func:`numerical_grad`.
 
-    Returns the largest absolute difference; raises ``AssertionError`` naming the
-    leaf (its pytree path) where they disagree beyond ``atol + rtol * |numerical|``.
+    Args:
+        f: a function of ``params`` returning a scalar.
+        params: any pytree of floating-point arrays.
+        eps: the finite-difference step.
+        rtol, atol: the tolerance, ``atol + rtol * |numerical|`` per coordinate.
+
+    Returns:
+        The largest absolute difference between the two gradients.
+
+    Raises:
+        AssertionError: the gradients disagree; the message names the leaf (its
+            pytree path) and shows both.
+        TypeError, ValueError: as :func:`numerical_grad`, or a negative tolerance.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> check_grad(lambda x: jnp.sum(jnp.sin(x)), jnp.array([0.5, 1.0])) < 1e-3
+        True
     """
     import jax
+
+    rtol, atol = _check_tol("rtol", rtol), _check_tol("atol", atol)
+    if not callable(f):
+        raise TypeError(f"check_grad(f, params): f must be callable, got {type(f).__name__}.")
 
     analytic = jax.grad(f)(params)
     numeric = numerical_grad(f, params, eps)

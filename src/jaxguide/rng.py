@@ -21,7 +21,19 @@ __all__ = ["KeyStream", "is_typed_key"]
 
 
 def is_typed_key(key) -> bool:
-    """True for a typed key (``jax.random.key``), False for a legacy ``uint32[2]`` key."""
+    """True for a typed key (``jax.random.key``), False for a legacy ``uint32[2]`` key.
+
+    Args:
+        key: anything; arrays without a key dtype (and non-arrays) give False.
+
+    Returns:
+        Whether ``key``'s dtype is a PRNG key dtype (``key<fry>`` and the like).
+
+    Example:
+        >>> import jax
+        >>> is_typed_key(jax.random.key(0)), is_typed_key(jax.random.PRNGKey(0))
+        (True, False)
+    """
     import jax
 
     return jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key)
@@ -31,6 +43,21 @@ class KeyStream:
     """An endless supply of independent keys derived from one seed or key.
 
     ``stream()`` returns the next key; ``stream(n)`` returns ``n`` keys stacked.
+    Each call splits the stream's key, so no key is handed out twice. The state
+    lives in Python: use it outside ``jit``.
+
+    Args:
+        seed_or_key: an int seed, or one typed key (``jax.random.key``).
+
+    Raises:
+        TypeError: anything else (a legacy ``PRNGKey`` must be wrapped first with
+            ``jax.random.wrap_key_data``).
+        ValueError: ``stream(n)`` with ``n`` not a positive int.
+
+    Example:
+        >>> keys = KeyStream(0)
+        >>> keys(3).shape, keys
+        ((3,), KeyStream(keys handed out: 1))
     """
 
     def __init__(self, seed_or_key=0):
