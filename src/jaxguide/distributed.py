@@ -135,6 +135,7 @@ def launch(
     timeout: float = 120.0,
     port: int | None = None,
     env: dict | None = None,
+    stop_on_failure: bool = True,
 ) -> list[ProcessResult]:
     """Run ``program`` as ``n_processes`` processes on 127.0.0.1 and wait for all of them.
 
@@ -147,6 +148,11 @@ def launch(
         port: the coordinator's port on 127.0.0.1; ``None`` picks a free one. A port
             already in use is refused before anything starts.
         env: extra environment variables for the processes.
+        stop_on_failure: if ``True`` (the default), the first process that exits
+            with an error stops all the others and raises :class:`LaunchError`. If
+            ``False``, the launcher does not interfere: it waits until every process
+            has exited (or ``timeout``) and returns all the results, failures
+            included, so you can see what JAX itself does when a process dies.
 
     Returns:
         One :class:`ProcessResult` per process, in process-id order.
@@ -157,6 +163,8 @@ def launch(
             names the process and shows its last lines of output and error.
     """
     command = _command(program)
+    if not isinstance(stop_on_failure, bool):
+        raise TypeError(f"launch(stop_on_failure=...): expected True or False, got {stop_on_failure!r}.")
     n = _check_int("n_processes", n_processes, 1)
     devices = _check_int("devices_per_process", devices_per_process, 1)
     if not isinstance(timeout, numbers.Real) or not timeout > 0:
@@ -205,7 +213,7 @@ def launch(
                 if p.poll() is not None and i not in ended:
                     ended[i] = time.perf_counter() - start
             failed = [i for i, p in enumerate(procs) if p.returncode not in (None, 0)]
-            if failed:
+            if failed and stop_on_failure:
                 _stop(procs)
                 res = results()
                 first = res[failed[0]]
