@@ -244,13 +244,23 @@ def launch(
 
 def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) -> str:
     """Every process's standard output under a header, in process order, without lines
-    that start with one of ``drop``.
+    that start with one of ``drop``. The header says how the process ended:
+    ``exit N``, ``killed by SIGKILL`` (or another signal), or ``stopped`` (by the
+    launcher).
     Timings are left out (``ProcessResult.seconds`` has them), so the text is the same
     on every run of a deterministic program."""
     blocks = []
     for r in results:
         lines = [line for line in r.output.splitlines() if not line.startswith(drop)]
-        status = "exit 0" if r.returncode == 0 else ("stopped" if r.returncode is None else f"exit {r.returncode}")
+        if r.returncode is None:
+            status = "stopped"
+        elif r.returncode < 0:  # ended by a signal: name it
+            try:
+                status = f"killed by {signal.Signals(-r.returncode).name}"
+            except ValueError:
+                status = f"killed by signal {-r.returncode}"
+        else:
+            status = f"exit {r.returncode}"
         blocks.append(f"── process {r.process_id} ({status}) ──\n" + "\n".join(lines))
     return "\n".join(blocks)
 
