@@ -63,10 +63,12 @@ def test_fate_sharing_through_heartbeats(book):
     assert "process 0: finished" not in text
     assert "Terminating process because the JAX distributed service detected fatal errors" in text
     assert "The following tasks are unhealthy (stopped sending heartbeats): 1" in text
-    lag = glued(book, "multiprocess")["heartbeat_lag"]
-    seconds = float(lag.split()[0])
-    assert 5 <= seconds < 60, lag
-    assert re.search(rf"process 0 ended {seconds:.0f}\.\d s after process 1 \(heartbeat timeout: 5 s\)", text)
+    printed = re.search(r"process 0 ended (\d+\.\d) s after process 1 \(heartbeat timeout: 5 s\)", text)
+    assert printed, "the measured lag is not on the page"
+    seconds = float(printed[1])
+    assert 2 <= seconds < 60, seconds          # about the heartbeat timeout, far from forever
+    glued_lag = glued(book, "multiprocess")["heartbeat_lag"]
+    assert glued_lag.endswith(" s") and abs(float(glued_lag.split()[0]) - seconds) <= 0.55, glued_lag
     # The false claim of old must not come back.
     assert "wait forever in" not in text and "others wait forever" not in text
 
