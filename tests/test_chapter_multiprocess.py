@@ -38,6 +38,10 @@ def test_multiprocess(book):
     assert float(g["mp_worst"]) <= 1e-5
     for p in (0, 1):
         assert f"process {p}: step 100, loss" in text
+    # Gloo's connections, read from process 0's stderr: its 4 devices each reach the 7 others.
+    for rank in range(4):
+        assert f"Rank {rank} is connected to 7 peer ranks" in text
+    assert "Rank 4 is connected" not in text       # process 1's ranks are not in process 0's log
     # The exercise's four-process run.
     assert "all 4 processes: global sum 4912.0" in text
 
