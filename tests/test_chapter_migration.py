@@ -112,6 +112,9 @@ def test_replacements_run_and_agree(book):
     assert "shard_map[" in text and "psum[axes=('i',)" in text
     # Both ways of asking for CPU devices gave 4 in a fresh process.
     assert "XLA_FLAGS before start: 4 CPU devices" in text and "jax_num_cpu_devices config: 4 CPU devices" in text
+    assert "XLA_FLAGS after start: 1 CPU devices" in text        # ignored without a word
+    # pmap's jaxpr: a shard_map whose per-device block [1,4] is squeezed, pmean as psum.
+    assert "c:f32[1,4]. let" in text and "squeeze[dimensions=(0,)]" in text
     # make_mesh now defaults to Explicit; Mesh(create_device_mesh) is Auto.
     assert "jax.make_mesh(...) axis types: (Explicit, Explicit)" in text
     assert "Mesh(create_device_mesh(...)) axis types: (Auto, Auto)" in text
