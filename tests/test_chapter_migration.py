@@ -111,8 +111,8 @@ def test_replacements_run_and_agree(book):
     assert re.search(r"pmap P\('i',\) rows 0-1: (\[.*?\]\]) shard_map P\('x',\) rows 0-1: \1 jit P\('x',\) rows 0-1: \1", text)
     assert "shard_map[" in text and "psum[axes=('i',)" in text
     # Both ways of asking for CPU devices gave 4 in a fresh process.
-    assert "XLA_FLAGS before start: 4 CPU devices" in text and "jax_num_cpu_devices config: 4 CPU devices" in text
-    assert "XLA_FLAGS after start: 1 CPU devices" in text        # ignored without a word
+    assert "XLA_FLAGS before start: device count 4" in text and "jax_num_cpu_devices config: device count 4" in text
+    assert "XLA_FLAGS after start: device count 1" in text        # ignored without a word
     # pmap's jaxpr: a shard_map whose per-device block [1,4] is squeezed, pmean as psum.
     assert "c:f32[1,4]. let" in text and "squeeze[dimensions=(0,)]" in text
     # make_mesh now defaults to Explicit; Mesh(create_device_mesh) is Auto.
