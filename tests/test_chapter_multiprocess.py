@@ -65,6 +65,7 @@ def test_fate_sharing_through_heartbeats(book):
     assert "── process 0 (killed by SIGABRT) ── process 0: joined a system of 4 devices process 0: working for 60 s ..." in text
     assert "── process 1 (killed by SIGKILL) ──" in text
     assert "process 0: finished" not in text
+    assert "heartbeat_timeout_seconds 100 s by default" in text and "initialization_timeout 300 s by default" in text
     assert "Terminating process because the JAX distributed service detected fatal errors" in text
     assert "The following tasks are unhealthy (stopped sending heartbeats): 1" in text
     printed = re.search(r"process 0 ended (\d+\.\d) s after process 1 \(heartbeat timeout: 5 s\)", text)
