@@ -5,8 +5,9 @@ environment variables) the coordinator address, the number of processes, its own
 and how many CPU devices to simulate. The program calls ``jax.distributed.initialize``
 with them (or :func:`initialize_from_env`) and the processes form one JAX system. The
 launcher picks a free port, collects each process's output (what Python printed,
-apart from native libraries' logs), and stops every process when one fails or the
-time is up, so nothing is left running.
+apart from native libraries' logs), and stops every process when one fails (unless
+``stop_on_failure=False``: then JAX's own fate sharing decides) or the time is up, so
+nothing is left running.
 
 Example (the program is a file; its processes print and exit):
     >>> import pathlib, tempfile
