@@ -114,7 +114,7 @@ def test_replacements_run_and_agree(book):
     assert "XLA_FLAGS before start: device count 4" in text and "jax_num_cpu_devices config: device count 4" in text
     assert "XLA_FLAGS after start: device count 1" in text        # ignored without a word
     # pmap's jaxpr: a shard_map whose per-device block [1,4] is squeezed, pmean as psum.
-    assert "c:f32[1,4]. let" in text and "squeeze[dimensions=(0,)]" in text
+    assert re.search(r"jaxpr=\{ lambda ; \w+:f32\[1,4\]\. let", text) and "squeeze[dimensions=(0,)]" in text
     # make_mesh now defaults to Explicit; Mesh(create_device_mesh) is Auto.
     assert "jax.make_mesh(...) axis types: (Explicit, Explicit)" in text
     assert "Mesh(create_device_mesh(...)) axis types: (Auto, Auto)" in text

@@ -90,6 +90,7 @@ def environment(tmp: Path, version: str) -> Path:
 
 def error_line(output: str) -> str:
     """The most telling line of a failed run: the last line naming an error."""
+    output = re.sub(r"\x1b\[[0-9;]*m", "", output)  # nbclient colours tracebacks
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     named = [line for line in lines if re.search(r"\b\w*(Error|Exception)\b", line)]
     return textwrap.shorten((named or lines or ["(no output)"])[-1], 160)
