@@ -129,3 +129,13 @@ def test_replacements_run_and_agree(book):
     # Every visible code cell has output.
     visible = [c for c in cells(book) if "remove-cell" not in c["metadata"].get("tags", [])]
     assert all(c["outputs"] for c in visible[1:])
+
+
+def test_outputs_read_well_and_show_no_machine_paths(book):
+    machine_path = re.compile(r"(?<![\w.])/(?:tmp|work|home|root|usr|var|opt)/")
+    for c in cells(book):
+        for o in c.get("outputs", []):
+            shown = output_text(o)
+            assert not machine_path.search(shown), shown
+            assert "Array(" not in shown and "PjitFunction" not in shown, shown
+            assert not re.search(r"\d\.\d{9,}", shown), shown      # no 17-digit floats
