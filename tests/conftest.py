@@ -3,22 +3,30 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
+import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import jax
 import pytest
-import yaml
+
+# In-process tests run on 8 simulated CPU devices, like the multi-device chapters. This
+# must happen before anything starts JAX's backends, so it is done on import.
+jax.config.update("jax_num_cpu_devices", 8)
 
 from bookcheck import ROOT, jupyter_book
 
 
+sys.path.insert(0, str(ROOT / "tools"))
+import jaxguide_toc  # noqa: E402  (tools/: the toc as Jupyter Book reads it)
+
+
 def chapters() -> list[str]:
-    """Every page named in _toc.yml (the root and all chapters)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [c["file"] for c in part.get("chapters", [])]
-    return pages
+    """Every page named in _toc.yml (the root and all chapters), in reading order."""
+    return jaxguide_toc.pages()
 
 
 class BuiltBook:
@@ -70,6 +78,79 @@ def book_copy(tmp_path) -> Path:
     shutil.copytree(ROOT / "book", dst / "book", symlinks=True)
     shutil.copytree(ROOT / "tools", dst / "tools")
     return dst
+
+
+RUNNER = """
+import sys, nbformat, nbclient, jaxguide
+assert "site-packages" in jaxguide.__file__, jaxguide.__file__
+path, out = sys.argv[1], sys.argv[2]
+nb = nbformat.read(path, as_version=4)
+try:
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": sys.argv[3]}}).execute()
+finally:
+    nbformat.write(nb, out)
+print("OK", path)
+"""
+
+
+def uv() -> str:
+    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+    assert Path(found).exists(), "uv not found: run make env"
+    return found
+
+
+@dataclass
+class WheelRun:
+    executed: Path       # the executed notebooks, one per chapter
+    failures: list[str]  # "<chapter>: <end of its output>" for each notebook that failed
+
+
+@pytest.fixture(scope="session")
+def wheel_notebooks(tmp_path_factory) -> WheelRun:
+    """Every notebook in notebooks/, run top to bottom, once per session, as a Colab user
+    would: in a fresh virtual environment where jaxguide is installed from a wheel built
+    from this repository (with the locked versions), from a folder holding nothing but
+    the notebooks. A second, independent execution of every chapter: the book's outputs
+    are compared with it (tests/test_reproducible.py)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
+    run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
+    wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
+    constraints = tmp / "constraints.txt"
+    constraints.write_text(run(uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT).stdout)
+    venv = tmp / "venv"
+    run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
+    python = venv / "bin" / "python"
+    run(uv(), "pip", "install", "--quiet", "--python", str(python), "-c", str(constraints), str(wheel), "ipykernel", "nbclient")
+    work = tmp / "work"  # no repository paths: only the notebooks
+    shutil.copytree(ROOT / "notebooks", work)
+    executed = tmp / "executed"
+    executed.mkdir()
+    (tmp / "runner.py").write_text(RUNNER)
+    procs: dict[str, subprocess.Popen] = {}
+    # Longest first, two at a time (this machine has 2 cores): the last to start is short.
+    pending = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
+    failures = []
+    while pending or procs:
+        while pending and len(procs) < 2:
+            nb = pending.pop(0)
+            procs[nb.stem] = subprocess.Popen(
+                [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)], cwd=work,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp)},
+            )
+        while True:  # wait for whichever finishes first
+            done = [name for name, p in procs.items() if p.poll() is not None]
+            if done:
+                break
+            time.sleep(0.2)
+        for name in done:
+            proc = procs.pop(name)
+            out = proc.stdout.read()
+            if proc.returncode != 0:
+                failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")
+    return WheelRun(executed, failures)
 
 
 _SESSION_START = time.time()

@@ -7,18 +7,17 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 from bs4 import BeautifulSoup
 
 from bookcheck import ROOT
+from conftest import jaxguide_toc
 
 pytestmark = pytest.mark.book
 
 
 def toc_parts() -> dict[str, list[str]]:
-    """{part caption: [chapter file, ...]} in _toc.yml's order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return {p.get("caption", ""): [c["file"] for c in p.get("chapters", [])] for p in toc.get("parts", [])}
+    """{part caption: [chapter, ...]} in _toc.yml's order."""
+    return {part.caption: list(part.pages) for part in jaxguide_toc.parts()}
 
 
 def executed_chapters() -> list[str]:

@@ -22,13 +22,12 @@ from bookcheck import MYST_HEADER, ROOT
 
 pytestmark = pytest.mark.book
 
-USES_SHARDING = MYST_HEADER + """# Uses sharding
+USES_COMPILED = MYST_HEADER + """# Uses compiled
 
 ```{code-cell} ipython3
-import jax.numpy as jnp
-from jaxguide.sharding import notation
+from jaxguide.compiled import format_bytes
 
-print("notation:", notation(jnp.ones((2, 3))))
+print("size:", format_bytes(512))
 ```
 """
 
@@ -42,13 +41,13 @@ print("formatted:", jaxguide.format_seconds(0.0015))
 """
 
 
-def build(repo: Path) -> tuple[str, float]:
+def build(repo: Path, ok: bool = True) -> tuple[str, float]:
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     exe = Path(sys.executable).parent / "jupyter-book"
     start = time.perf_counter()
     proc = subprocess.run([str(exe), "build", "book/"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     seconds = time.perf_counter() - start
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert (proc.returncode == 0) == ok, (proc.stdout + proc.stderr)[-3000:]
     return proc.stdout + proc.stderr, seconds
 
 
@@ -60,7 +59,7 @@ def executed(log: str) -> set[str]:
     return names
 
 
-def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
+def make_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     (repo / "book").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", repo)
@@ -68,28 +67,54 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     shutil.copytree(ROOT / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     (repo / "_toc.yml").write_text("format: jb-book\nroot: a\nchapters:\n  - file: b\n")
     os.symlink("../_toc.yml", repo / "book" / "_toc.yml")
-    (repo / "book" / "a.md").write_text(USES_SHARDING)
+    (repo / "book" / "a.md").write_text(USES_COMPILED)
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY)
+    return repo
 
+
+def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
+    repo = make_repo(tmp_path)
     log, _ = build(repo)
     assert executed(log) == {"a", "b"}
-    assert "notation: A[I, J] (one device)" in (repo / "_build/html/a.html").read_text()
+    assert "size: 512 B" in (repo / "_build/html/a.html").read_text()
 
     log, seconds = build(repo)
     assert executed(log) == set(), "a rebuild with nothing changed executed something"
 
-    sharding = repo / "src/jaxguide/sharding.py"
-    text = sharding.read_text()
-    assert 'text + " (one device)"' in text
-    sharding.write_text(text.replace('text + " (one device)"', 'text + " (on a single device)"'))
+    compiled = repo / "src/jaxguide/compiled.py"
+    text = compiled.read_text()
+    assert 'return f"{n:.0f} B"' in text
+    compiled.write_text(text.replace('return f"{n:.0f} B"', 'return f"{n:.0f} bytes"'))
     log, _ = build(repo)
-    assert executed(log) == {"a"}, "only the page importing jaxguide.sharding should re-execute"
-    assert "jaxguide modules changed: sharding" in log
+    assert executed(log) == {"a"}, "only the page importing jaxguide.compiled should re-execute"
+    assert "jaxguide modules changed: compiled" in log
     html = (repo / "_build/html/a.html").read_text()
-    assert "notation: A[I, J] (on a single device)" in html and "(one device)" not in html
+    assert "size: 512 bytes" in html and "size: 512 B<" not in html
 
     # Editing the chapter itself still re-executes it, as myst-nb's cache does.
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY.replace("0.0015", "2.5"))
     log, _ = build(repo)
     assert executed(log) == {"b"}
     assert "formatted: 2.5 s" in (repo / "_build/html/b.html").read_text()
+
+
+FAILING = USES_TIMING_ONLY.replace('print("formatted:"', 'print(1 / 0)\nprint("formatted:"')
+
+
+def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path):
+    repo = make_repo(tmp_path)
+    (repo / "book" / "b.md").write_text(FAILING)
+    log, _ = build(repo, ok=False)
+    # One execution of each chapter, in parallel; the failure reported from that run,
+    # starting with the chapter and the error, then the cell.
+    assert executed(log) == {"a", "b"} and "Executing notebook" not in log
+    report = log[log.index("[jaxguide-fresh] chapter 'b' failed"):]
+    assert report.startswith("[jaxguide-fresh] chapter 'b' failed: ZeroDivisionError: division by zero")
+    assert report.splitlines()[1] == "  in the cell:" and "    print(1 / 0)" in report.splitlines()
+    assert log.count("ZeroDivisionError: division by zero") <= 2
+    # a's outputs were cached and fingerprinted although the build failed: fixing b
+    # re-executes b alone.
+    (repo / "book" / "b.md").write_text(USES_TIMING_ONLY)
+    log, _ = build(repo)
+    assert executed(log) == {"b"}
+    assert "formatted: 1.5 ms" in (repo / "_build/html/b.html").read_text()

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
@@ -55,6 +51,100 @@ def test_notebook_is_clean_for_colab(chapter):
     assert all(t.startswith(("https://", "http://", "#")) for t in targets), targets
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_notebook_markdown_has_no_myst_left(chapter):
+    """Colab shows MyST directives and roles as raw text: the generator converts them."""
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    site = make_notebooks.site_url()
+    markdown = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    for text in markdown:
+        left = make_notebooks.MYST_LEFT.search(text)
+        assert left is None, f"MyST left in {chapter}: {left.group(0)!r}"
+        assert "\x00" not in text
+        assert text.count("<details>") == text.count("</details>")  # closed in the same cell
+    source = (ROOT / "book" / f"{chapter}.md").read_text()
+    n_exercises = source.count("{exercise-start}")
+    joined = "\n".join(markdown)
+    assert [int(n) for n in re.findall(r"^### Exercise (\d+)$", joined, re.M)] == list(range(1, n_exercises + 1))
+    hidden = [c for c in nb["cells"] if c["cell_type"] == "code" and c["metadata"].get("cellView") == "form"]
+    assert {re.search(r"exercise (\d+)", "".join(c["source"])).group(1) for c in hidden} <= {str(i) for i in range(1, n_exercises + 1)}
+    if n_exercises:
+        assert hidden, "solution code is not hidden behind a form"
+    # Cross-references became links to the published pages.
+    n_refs = len(re.findall(r"\{(?:ref|doc)\}`", source))
+    assert len(re.findall(re.escape(site) + r"[\w-]+\.html", joined)) >= n_refs
+
+
+def run_setup_cell(monkeypatch, returncode: int, stderr: str = ""):
+    """Run the notebooks' first cell as Colab would, with pip answering ``returncode``."""
+    import subprocess
+    import types
+
+    nb = json.loads((ROOT / "notebooks" / "numpy.ipynb").read_text())
+    code = "".join(nb["cells"][0]["source"])
+    calls = []
+
+    def pip(args, **kwargs):
+        calls.append(args)
+        return subprocess.CompletedProcess(args, returncode, "", stderr)
+
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(subprocess, "run", pip)
+    exec(compile(code, "setup-cell", "exec"), {"__name__": "__main__"})
+    return calls
+
+
+def test_setup_cell_installs_the_tagged_release_in_colab(monkeypatch):
+    (call,) = run_setup_cell(monkeypatch, 0)
+    assert call[1:4] == ["-m", "pip", "install"] and call[-1].endswith(f"@v{make_notebooks.version()}")
+
+
+def test_setup_cell_stops_with_a_clear_message_when_pip_fails(monkeypatch):
+    with pytest.raises(SystemExit) as err:
+        run_setup_cell(monkeypatch, 1, "ERROR: Could not find a version that satisfies the requirement")
+    message = str(err.value)
+    assert "Could not install jaxguide @ git+" in message
+    assert "Could not find a version" in message  # pip's own reason
+    assert "can reach the internet" in message and f"release v{make_notebooks.version()} exists" in message
+
+
+def test_setup_cell_does_nothing_outside_colab(monkeypatch):
+    import subprocess
+
+    nb = json.loads((ROOT / "notebooks" / "numpy.ipynb").read_text())
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("pip ran outside Colab"))
+    exec(compile("".join(nb["cells"][0]["source"]), "setup-cell", "exec"), {"__name__": "__main__"})
+
+
+def test_conversion_of_each_construct(monkeypatch):
+    import nbformat
+
+    conv = make_notebooks.Converter("numpy", ['glue("speed", compare(a, b, prose=True))'])
+    md = lambda text: conv.cell(nbformat.v4.new_markdown_cell(text)).source  # noqa: E731
+    site = make_notebooks.site_url()
+    assert md("See {ref}`sharding`.") == f"See [Sharded arrays and automatic parallelism]({site}sharding.html)."
+    assert md("See {ref}`the chapter <shard-map>`.") == f"See [the chapter]({site}shard_map.html)."
+    assert md("{doc}`training`") .startswith("[") and f"({site}training.html)" in md("{doc}`training`")
+    assert md("It was {glue:text}`speed`.") == "It was `compare(a, b, prose=True)`."
+    assert md("```{note}\nMind the gap.\n```\n") == "> **Note**\n>\n> Mind the gap."
+    assert md("```{exercise-start}\n:label: ex-a\n```\n\nDo it.") == "### Exercise 1\n\nDo it."
+    assert md("```{exercise-end}\n```\n\n```{solution-start} ex-a\n:class: dropdown\n```\n\nBecause.").startswith(
+        "<details>\n<summary>Solution to exercise 1")
+    code = conv.cell(nbformat.v4.new_code_cell("x = 1"))
+    assert code.metadata["cellView"] == "form" and code.source.startswith("# @title Solution to exercise 1")
+    assert md("```{solution-end}\n```\nAfter.") == "After."
+    assert conv.cell(nbformat.v4.new_code_cell("y = 2")).source == "y = 2"
+    with pytest.raises(make_notebooks.ConversionError, match=r"no notebook form for the MyST directive \{tab-set\}"):
+        md("```{tab-set}\nx\n```\n")
+    with pytest.raises(make_notebooks.ConversionError, match="unknown label 'nowhere'"):
+        md("{ref}`nowhere`")
+    with pytest.raises(make_notebooks.ConversionError, match="which no cell glues"):
+        md("{glue:text}`missing`")
+    included = md("```{literalinclude} ../src/jaxguide/compiled.py\n:pyobject: format_bytes\n```\n")
+    assert included.startswith("From `jaxguide/compiled.py`:\n\n```python\ndef format_bytes(")
+
+
 @pytest.mark.book
 def test_colab_and_download_buttons(book):
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
@@ -70,52 +160,10 @@ def test_colab_and_download_buttons(book):
         assert any(c.get("outputs") for c in executed["cells"] if c["cell_type"] == "code")
 
 
-RUNNER = """
-import sys, nbformat, nbclient, jaxguide
-assert "site-packages" in jaxguide.__file__, jaxguide.__file__
-path = sys.argv[1]
-nb = nbformat.read(path, as_version=4)
-nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                        resources={"metadata": {"path": sys.argv[2]}}).execute()
-print("OK", path)
-"""
-
-
-def uv() -> str:
-    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
-    assert Path(found).exists(), "uv not found: run make env"
-    return found
-
-
 @pytest.mark.book
-def test_notebooks_run_from_a_wheel_in_a_clean_environment(tmp_path):
-    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
-    run(uv(), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), cwd=ROOT)
-    wheel = next((tmp_path / "dist").glob("jaxguide-*.whl"))
-    constraints = tmp_path / "constraints.txt"
-    constraints.write_text(run(uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT).stdout)
-    venv = tmp_path / "venv"
-    run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
-    python = venv / "bin" / "python"
-    run(uv(), "pip", "install", "--quiet", "--python", str(python), "-c", str(constraints), str(wheel), "ipykernel", "nbclient")
-    work = tmp_path / "work"  # no repository paths: only the notebooks
-    shutil.copytree(ROOT / "notebooks", work)
-    (tmp_path / "runner.py").write_text(RUNNER)
-    procs = {}
-    pending = sorted(work.glob("*.ipynb"))
-    failures = []
-    while pending or procs:
-        while pending and len(procs) < 2:  # two at a time: this machine has 2 cores
-            nb = pending.pop(0)
-            procs[nb.stem] = subprocess.Popen(
-                [str(python), str(tmp_path / "runner.py"), str(nb), str(work)], cwd=work,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
-            )
-        name, proc = next(iter(procs.items()))
-        out, _ = proc.communicate(timeout=900)
-        del procs[name]
-        if proc.returncode != 0:
-            failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")
-    assert failures == []
-    assert len(list(work.glob("*.ipynb"))) == len(CHAPTERS)
+def test_notebooks_run_from_a_wheel_in_a_clean_environment(wheel_notebooks):
+    """Every notebook ran top to bottom where jaxguide came from a wheel, from a folder
+    holding nothing but the notebooks (tests/conftest.py runs them once per session;
+    tests/test_reproducible.py compares their outputs with the book's)."""
+    assert wheel_notebooks.failures == []
+    assert sorted(p.stem for p in wheel_notebooks.executed.glob("*.ipynb")) == sorted(CHAPTERS)

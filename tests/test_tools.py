@@ -1,6 +1,10 @@
-"""Build tooling in tools/: the staleness fingerprint and the exact stream merge."""
+"""Build tooling in tools/: the staleness fingerprint, the exact stream merge, the
+files kept between builds, the build lock and the toc reader."""
 
 import sys
+import types
+
+import pytest
 
 from bookcheck import ROOT
 
@@ -57,3 +61,165 @@ def test_stream_chunks_merge_exactly():
     assert [o["output_type"] for o in merged] == ["stream", "display_data"]
     assert merged[0]["text"] == "cpu:2 {CpuDevice(id=2)} cpu:2\nnext line\n"
     assert chunks[0]["text"] == "cpu:2"  # the notebook's own outputs are left untouched
+
+
+# --- what the staleness check reads from a chapter ---------------------------------
+
+
+def chapter(*cells: str) -> str:
+    return "\n".join(f"```{{code-cell}} ipython3\n{c}\n```\n" for c in cells)
+
+
+def test_cells_are_read_one_by_one_and_options_and_magics_are_skipped():
+    src = chapter(
+        "---\ntags: [remove-cell]\nmystnb:\n  image:\n    alt: a figure\n---\nfrom jaxguide import rng",
+        "%%writefile prog.py\nimport jaxguide.distributed",
+        "%time x = 1",
+    )
+    top, ours = fresh.imports_of(fresh.code_of(src))
+    assert ours == {"", "rng", "distributed"} and fresh.ALL not in ours  # "": jaxguide itself
+
+
+@pytest.mark.parametrize("cell", ["%%bash\necho hi", "x?", "---\ntags: [a]\n---\nprint(("])
+def test_a_cell_that_is_not_python_depends_on_all_of_jaxguide(cell):
+    graph = fresh.PackageGraph()
+    src = chapter("from jaxguide import rng", cell)
+    _, ours = fresh.imports_of(fresh.code_of(src))
+    assert fresh.ALL in ours
+    assert graph.closure(ours) == set(graph.files)
+    fp = fresh.fingerprint(src, graph)
+    assert set(fp["jaxguide"]) == {m or "__init__" for m in graph.files}
+
+
+def test_files_next_to_a_chapter_that_it_names_are_fingerprinted(tmp_path):
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    (tmp_path / "unused.txt").write_text("not read\n")
+    (tmp_path / "other.md").write_text("# another chapter\n")
+    graph = fresh.PackageGraph()
+    src = chapter('import numpy as np\nnp.loadtxt("table.csv")', "import helper")
+    fp = fresh.fingerprint(src, graph, folder=tmp_path)
+    assert set(fp["helpers"]) == {"table.csv", "helper.py"}
+    (tmp_path / "table.csv").write_text("a,b\n1,3\n")
+    changed = fresh.fingerprint(src, graph, folder=tmp_path)
+    assert changed["digest"] != fp["digest"]
+    assert "files it reads changed: table.csv" in fresh._explain(fp, changed)
+
+
+# --- files kept between builds --------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[1, 2]", '{"a": 1'])
+def test_an_unreadable_fingerprint_store_counts_as_empty(tmp_path, text):
+    store = tmp_path / "jaxguide-fingerprints.json"
+    store.write_text(text)
+    assert fresh.read_store(store) == {}
+    assert fresh.read_store(tmp_path / "missing.json") == {}
+    store.write_text('{"numpy": {"digest": "x"}}')
+    assert fresh.read_store(store) == {"numpy": {"digest": "x"}}
+
+
+def test_write_atomic_leaves_no_partial_file(tmp_path, monkeypatch):
+    import os
+
+    import jaxguide_cache
+
+    target = tmp_path / "store.json"
+    jaxguide_cache.write_atomic(target, b"old")
+
+    def crash(src, dst):
+        raise KeyboardInterrupt  # interrupted between writing and renaming
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        jaxguide_cache.write_atomic(target, b"new")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["store.json"]
+
+
+def test_a_damaged_cache_entry_is_never_used(tmp_path):
+    from jaxguide_cache import ContentCache
+
+    cache = ContentCache(tmp_path, ".png")
+    assert cache.get("k") is None
+    cache.put("k", b"\x89PNG full image")
+    assert cache.get("k") == b"\x89PNG full image"
+    (entry,) = tmp_path.glob("k.*.png")
+    entry.write_bytes(b"\x89PNG fu")  # truncated by an interrupted build
+    assert cache.get("k") is None and not entry.exists()
+
+
+def test_failure_report_names_chapter_error_and_cell():
+    tb = (
+        "An error occurred while executing the following cell:\n------------------\n"
+        "x = 1\nprint(1 / 0)\n------------------\n\n\x1b[31mZeroDivisionError\x1b[39m Traceback\n"
+        "Cell In[3], line 2\n\x1b[31mZeroDivisionError\x1b[39m: division by zero\n"
+    )
+    report = fresh.failure_report("numpy", tb)
+    head, where, *cell = report.splitlines()
+    assert head == "[jaxguide-fresh] chapter 'numpy' failed: ZeroDivisionError: division by zero"
+    assert where == "  in the cell:" and cell == ["    x = 1", "    print(1 / 0)"]
+
+
+def test_mystnb_patches_refuse_an_untested_release():
+    import jaxguide_mystnb_fixes as fixes
+    from sphinx.errors import ExtensionError
+
+    fixes.check_version("1.4.0")
+    with pytest.raises(ExtensionError, match=r"myst-nb 1\.5\.0 is installed"):
+        fixes.check_version("1.5.0")
+
+
+def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
+    import subprocess
+    import time
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys, time, types; sys.path.insert(0, sys.argv[1]); import jaxguide_fresh as f;"
+            "f.lock_build(types.SimpleNamespace(outdir=sys.argv[2]), None); print('held', flush=True);"
+            "time.sleep(2)"), str(ROOT / "tools"), str(tmp_path / "_build" / "html")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    start = time.perf_counter()
+    fresh.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "_build" / "html")), None)
+    waited = time.perf_counter() - start
+    holder.wait(timeout=30)
+    assert waited > 1.0, waited
+    fresh._LOCK.close()
+    # Another output folder does not wait.
+    start = time.perf_counter()
+    fresh.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "other" / "html")), None)
+    assert time.perf_counter() - start < 0.5
+    fresh._LOCK.close()
+
+
+# --- the table of contents, read as Jupyter Book reads it ---------------------------
+
+
+def write_book(tmp_path, toc: str, pages=("intro", "a", "b", "c")) -> tuple:
+    book = tmp_path / "book"
+    book.mkdir(parents=True)
+    for p in pages:
+        (book / f"{p}.md").write_text(f"# {p}\n")
+    (tmp_path / "_toc.yml").write_text(toc)
+    return tmp_path / "_toc.yml", book
+
+
+def test_toc_forms(tmp_path):
+    import jaxguide_toc as toc
+
+    flat = write_book(tmp_path / "flat", "format: jb-book\nroot: intro\nchapters:\n- file: a\n- file: b\n")
+    assert toc.pages(*flat) == ["intro", "a", "b"]
+    nested = write_book(tmp_path / "nested", (
+        "format: jb-book\nroot: intro\nparts:\n- caption: One\n  chapters:\n  - file: a\n"
+        "    sections:\n    - file: b\n- caption: Two\n  chapters:\n  - file: c\n"))
+    assert toc.pages(*nested) == ["intro", "a", "b", "c"]
+    assert [(p.caption, p.pages) for p in toc.parts(*nested)] == [("One", ("a", "b")), ("Two", ("c",))]
+    missing = write_book(tmp_path / "missing", "format: jb-book\nroot: intro\nchapters:\n- file: nope\n")
+    with pytest.raises(toc.TocError, match=r"no source file in book/: nope"):
+        toc.pages(*missing)
+    bad = write_book(tmp_path / "bad", "format: jb-book\nchapters: [}\n")
+    with pytest.raises(toc.TocError, match="cannot be read"):
+        toc.pages(*bad)
+    assert toc.pages()[0] == "index" and "numpy" in toc.pages()  # this book's own toc

@@ -15,10 +15,21 @@ For every chapter this extension computes a fingerprint of
   its runtime dependencies, jaxguide's own, and the distribution of every top-level
   module the chapter imports.
 
-When a chapter's fingerprint differs from the one stored with the last successful
-build, its cached execution is deleted and the page is marked outdated, so Sphinx
-re-reads it and myst-nb executes it again. Fingerprints are stored in
-``_build/jaxguide-fingerprints.json`` after a build succeeds.
+* files next to the chapter that its code names (data it reads, a module it imports).
+
+A cell that is not Python (a ``%%bash`` cell, ``x?``) could import anything: such a
+chapter depends on every ``jaxguide`` module.
+
+When a chapter's fingerprint differs from the one stored with its cached outputs, its
+cached execution is deleted and the page is marked outdated, so Sphinx re-reads it and
+myst-nb executes it again. Fingerprints are stored in ``_build/jaxguide-fingerprints.json``
+(written atomically) for every chapter whose outputs are cached, also after a failed
+build; an unreadable store counts as empty.
+
+Chapters that need executing run in parallel before Sphinx reads them; a chapter that
+fails there stops the build with a short report (chapter, error, cell) and is not
+executed a second time. Two builds into the same output folder do not run at once: the
+second waits for the first.
 """
 
 from __future__ import annotations
@@ -29,10 +40,13 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
+from jaxguide_cache import write_atomic
+from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -47,28 +61,40 @@ CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 STORE = "jaxguide-fingerprints.json"
 
 
-def code_of(source: str) -> str:
-    """The code cells of a MyST notebook, joined (cell options and magics dropped)."""
+ALL = "*"  # stands for every jaxguide module: a cell whose imports cannot be known
+CELL_OPTIONS = re.compile(r"\A---\n.*?^---\n", re.S | re.M)  # a YAML options block
+
+
+def code_of(source: str) -> list[str]:
+    """The code of each code cell of a MyST notebook, as Python where it is Python:
+    cell options (``:key:`` lines or a ``---`` YAML block) and line magics dropped, and a
+    cell magic's first line (``%%writefile prog.py``) dropped so its body is read."""
     cells = []
     for body in CODE_CELL.findall(source):
+        body = CELL_OPTIONS.sub("", body)
         lines = [l for l in body.splitlines() if not l.startswith((":", "%", "!"))]
         cells.append("\n".join(lines))
-    return "\n".join(cells)
+    return cells
 
 
-def imports_of(code: str) -> tuple[set[str], set[str]]:
+def imports_of(code: str | list[str]) -> tuple[set[str], set[str]]:
     """(top-level modules imported, jaxguide modules named) in a piece of code.
 
     ``jaxguide`` modules are named relative to the package: ``""`` for
     ``jaxguide/__init__.py``, ``"timing"`` for ``jaxguide.timing``. Attribute use such
-    as ``jaxguide.timing.table`` counts too.
+    as ``jaxguide.timing.table`` counts too. ``code`` is one cell's code or a list of
+    them; a cell that is not Python (a ``%%bash`` cell, ``x?``) could import anything,
+    so it stands for every module (:data:`ALL`).
     """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return set(), {""}
     top, ours = set(), set()
-    for node in ast.walk(tree):
+    cells = [code] if isinstance(code, str) else code
+    trees = []
+    for cell in cells:
+        try:
+            trees.append(ast.parse(cell))
+        except SyntaxError:
+            ours.add(ALL)
+    for node in (n for tree in trees for n in ast.walk(tree)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top.add(alias.name.split(".")[0])
@@ -104,6 +130,8 @@ class PackageGraph:
         self.deps = {m: {d for d in imports_of(p.read_text())[1] if d in self.files} for m, p in self.files.items()}
 
     def closure(self, modules: set[str]) -> set[str]:
+        if ALL in modules:
+            return set(self.files)
         todo = {m for m in modules if m in self.files}
         if todo:
             todo.add("")  # importing any submodule runs the package's __init__
@@ -129,7 +157,19 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def fingerprint(source: str, graph: PackageGraph, version=_version) -> dict:
+def helper_files(source: str, folder: Path) -> dict[str, str]:
+    """Files next to a chapter that its code names (a data file it reads, a module it
+    imports): {name: sha256}. Other chapters and the toc are left out."""
+    code = "\n".join(code_of(source))
+    found = {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.is_file() and not path.is_symlink() and path.suffix != ".md" and not path.name.startswith("."):
+            if path.name in code or (path.suffix == ".py" and re.search(rf"\b{re.escape(path.stem)}\b", code)):
+                found[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def fingerprint(source: str, graph: PackageGraph, version=_version, folder: Path | None = None) -> dict:
     """What a chapter's outputs depend on besides its code, with a digest of it all."""
     top, ours = imports_of(code_of(source))
     distributions = set(BASE_DISTRIBUTIONS)
@@ -140,6 +180,7 @@ def fingerprint(source: str, graph: PackageGraph, version=_version) -> dict:
         "python": sys.version.split()[0],
         "packages": {d: version(d) for d in sorted(distributions)},
         "jaxguide": {m or "__init__": graph.digests[m] for m in sorted(graph.closure(ours))},
+        "helpers": helper_files(source, folder) if folder is not None else {},
     }
     parts["digest"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     return parts
@@ -151,17 +192,32 @@ def _explain(old: dict | None, new: dict) -> str:
     what = []
     if old.get("python") != new["python"]:
         what.append(f"Python {old.get('python')} -> {new['python']}")
-    for group in ("packages", "jaxguide"):
-        a, b = old.get(group, {}), new[group]
+    labels = {"packages": "package versions", "jaxguide": "jaxguide modules", "helpers": "files it reads"}
+    for group, label in labels.items():
+        a, b = old.get(group, {}), new.get(group, {})
         changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
         if changed:
-            label = "package versions" if group == "packages" else "jaxguide modules"
             what.append(f"{label} changed: {', '.join(changed)}")
     return "; ".join(what) or "fingerprint changed"
 
 
 def _store_path(app) -> Path:
     return Path(app.outdir).parent / STORE
+
+
+def read_store(path: Path) -> dict:
+    """The stored fingerprints; an unreadable store counts as empty (every chapter is
+    then checked against its cache anew), with a line in the log saying so."""
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
+        return data
+    except FileNotFoundError:
+        return {}
+    except (ValueError, OSError) as err:
+        logger.info(f"[jaxguide-fresh] {path.name} is unreadable ({err}); treating it as empty")
+        return {}
 
 
 def _chapters(env) -> dict[str, tuple[Path, str]]:
@@ -178,11 +234,10 @@ def _chapters(env) -> dict[str, tuple[Path, str]]:
 def outdated(app, env, added, changed, removed):
     """``env-get-outdated``: pages whose outputs depend on something that changed."""
     graph = PackageGraph()
-    store = _store_path(app)
-    old = json.loads(store.read_text()) if store.is_file() else {}
+    old = read_store(_store_path(app))
     chapters = _chapters(env)
     app.env.jaxguide_chapters = {name: path for name, (path, _) in chapters.items()}
-    new = {name: fingerprint(source, graph) for name, (_, source) in chapters.items()}
+    new = {name: fingerprint(source, graph, folder=path.parent) for name, (path, source) in chapters.items()}
     app.env.jaxguide_fingerprints = new
     stale = [d for d in new if (old.get(d) or {}).get("digest") != new[d]["digest"]]
     app.env.jaxguide_stale = stale
@@ -234,19 +289,84 @@ def preexecute(app, env, added, changed, removed):
     result = executor.run_and_cache(
         filter_uris=pending, timeout=app.env.mystnb_config.execution_timeout, allow_errors=False
     )
-    for uri in result.excepted + result.errored:
-        logger.info(f"[jaxguide-fresh] {Path(uri).name} failed in the parallel run; executing it again to report")
+    failed = result.excepted + result.errored
+    if failed:
+        # Report every failure now, from the run that made it, and stop: executing a
+        # failing chapter a second time only to report it would double the wait.
+        reports = [failure_report(Path(uri).stem, cache.get_project_record(uri).traceback or "") for uri in failed]
+        raise ExtensionError("\n\n".join(reports))
     return []
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failure_report(chapter: str, traceback: str) -> str:
+    """A failing cell's report, shortest first: the chapter, the error, then the cell.
+
+    ``traceback`` is what nbclient recorded (its ``CellExecutionError`` text: the cell's
+    source between dashed lines, then the traceback, ending with ``Name: message``).
+    """
+    text = ANSI.sub("", traceback).strip()
+    parts = re.split(r"^-{10,}$", text, flags=re.M)
+    cell = parts[1].strip("\n") if len(parts) >= 3 else ""
+    lines = [l for l in text.splitlines() if l.strip()]
+    error = next((l.strip() for l in reversed(lines) if re.match(r"^\s*[\w.]+(Error|Exception|Exit|Interrupt)\b", l)), lines[-1] if lines else "unknown error")
+    numbered = "\n".join(f"    {l}" for l in cell.splitlines()[:25])
+    return f"[jaxguide-fresh] chapter '{chapter}' failed: {error}\n  in the cell:\n{numbered}"
+
+
 def save(app, exception):
-    """``build-finished``: remember the fingerprints the current outputs were made with."""
-    if exception is None and getattr(app.env, "jaxguide_fingerprints", None) is not None:
-        _store_path(app).write_text(json.dumps(app.env.jaxguide_fingerprints, indent=1, sort_keys=True))
+    """``build-finished``: remember the fingerprints the current outputs were made with,
+    for every chapter whose outputs are in the execution cache, also when the build
+    failed: a failure in one chapter does not make the others execute again next time.
+    A chapter that failed has no cached outputs, so it keeps no fingerprint."""
+    new = getattr(app.env, "jaxguide_fingerprints", None)
+    if new is None:
+        return
+    store = _store_path(app)
+    saved = read_store(store)
+    if exception is None:
+        saved = dict(new)
+    else:
+        from jupyter_cache import get_cache
+
+        cache = get_cache(app.env.mystnb_config.execution_cache_path)
+        for docname, path in getattr(app.env, "jaxguide_chapters", {}).items():
+            try:
+                cached = cache.get_cached_project_nb(str(path.resolve())) is not None
+            except Exception:  # not in the project, or no cache record
+                cached = False
+            if cached and docname in new:
+                saved[docname] = new[docname]
+            else:
+                saved.pop(docname, None)
+    write_atomic(store, json.dumps(saved, indent=1, sort_keys=True).encode())
+
+
+_LOCK = None
+
+
+def lock_build(app, config) -> None:
+    """``config-inited``: one build of an output folder at a time. A second build of the
+    same checkout waits for the first (its cache, store and pages would be written by
+    both at once); builds into different output folders do not wait for each other."""
+    global _LOCK
+    import fcntl
+
+    folder = Path(app.outdir).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _LOCK = open(folder / ".jaxguide-build.lock", "w")
+    try:
+        fcntl.flock(_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        logger.info(f"[jaxguide-fresh] another build of {folder} is running; waiting for it to finish")
+        fcntl.flock(_LOCK, fcntl.LOCK_EX)
 
 
 def setup(app):
     app.add_config_value("jaxguide_parallel_execution", False, "env")
+    app.connect("config-inited", lock_build)
     app.connect("env-get-outdated", outdated)
     app.connect("env-get-outdated", preexecute, priority=600)
     app.connect("build-finished", save)

@@ -15,11 +15,17 @@ book's tests.
    ``_build/jupyter_execute/<page>.ipynb`` (what the page's download button offers):
    the merged notebook replaces the client's reference, not the object myst-nb
    writes. The cached outputs are merged into that object in place instead.
+
+Both patch myst-nb's internals, so they are applied only to the myst-nb release they
+were written and tested for (:data:`TESTED`); another release stops the build with a
+message saying what to check, rather than patching code that may have changed.
 """
 
 from __future__ import annotations
 
+import myst_nb
 import myst_nb.core.render as render
+from sphinx.errors import ExtensionError
 from myst_nb.core.execute.cache import NotebookClientCache
 from myst_nb.core.utils import coalesce_streams as _myst_nb_coalesce
 
@@ -50,7 +56,24 @@ def start_client(self):
         self._notebook = original
 
 
+#: The myst-nb releases these patches were written and tested for.
+TESTED = ("1.4.",)
+
+
+def check_version(version: str) -> None:
+    """Refuse a myst-nb release the patches were not tested on."""
+    if not version.startswith(TESTED):
+        raise ExtensionError(
+            f"jaxguide_mystnb_fixes patches myst-nb {' / '.join(t + 'x' for t in TESTED)}, but myst-nb "
+            f"{version} is installed. Check whether that release still splits printed lines "
+            "(tests/test_reproducible.py) and still writes cached notebooks without outputs "
+            "(tests/test_notebooks.py::test_colab_and_download_buttons); then drop the patch it "
+            "fixed, or add the release to TESTED in tools/jaxguide_mystnb_fixes.py."
+        )
+
+
 def setup(app):
+    check_version(myst_nb.__version__)
     render.coalesce_streams = coalesce_streams
     NotebookClientCache.start_client = start_client
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -31,6 +31,7 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from jaxguide_cache import ContentCache, write_atomic
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -153,9 +154,10 @@ def _subset_font(source: Path, target: Path, codepoints: set[int], cache: Path) 
     import hashlib
 
     key = hashlib.sha256(source.read_bytes() + repr(sorted(codepoints)).encode()).hexdigest()
-    cached = cache / (key + source.suffix)
-    if cached.is_file():
-        target.write_bytes(cached.read_bytes())
+    fonts = ContentCache(cache, source.suffix)
+    cached = fonts.get(key)
+    if cached is not None:
+        write_atomic(target, cached)
         return
     from fontTools import subset  # imported only when there is work: it takes a second
     from fontTools.ttLib import TTFont
@@ -170,8 +172,7 @@ def _subset_font(source: Path, target: Path, codepoints: set[int], cache: Path) 
     subsetter.subset(font)
     font.flavor = options.flavor
     font.save(target)
-    cache.mkdir(exist_ok=True)
-    cached.write_bytes(target.read_bytes())
+    fonts.put(key, target.read_bytes())
 
 
 # ----------------------------------------------------------------------------- figures
@@ -200,19 +201,18 @@ def _smaller_png(data: bytes) -> bytes:
 def _shrink_images(outdir: Path) -> None:
     import hashlib
 
-    cache = outdir.parent / ".jaxguide-images"
-    cache.mkdir(exist_ok=True)
+    cache = ContentCache(outdir.parent / ".jaxguide-images", ".png")
     for png in (outdir / "_images").glob("*.png"):
         data = png.read_bytes()
-        key = cache / (hashlib.sha256(data).hexdigest() + ".png")
-        if not key.exists():
+        key = hashlib.sha256(data).hexdigest()
+        small = cache.get(key)
+        if small is None:
             small = _smaller_png(data)
-            key.write_bytes(small)
+            cache.put(key, small)
             # The output of a shrunk image maps to itself, so a rebuild that keeps it skips it.
-            (cache / (hashlib.sha256(small).hexdigest() + ".png")).write_bytes(small)
-        small = key.read_bytes()
+            cache.put(hashlib.sha256(small).hexdigest(), small)
         if small != data:
-            png.write_bytes(small)
+            write_atomic(png, small)
 
 
 def _finish(app: Sphinx, exception) -> None:

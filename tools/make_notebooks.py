@@ -7,10 +7,16 @@ The notebooks are never edited by hand. Each is the chapter read with jupytext, 
 
 * a first cell that, only inside Colab, installs jaxguide from the repository at the
   tag of this version (``v<version>`` from pyproject.toml), leaving Colab's own jax
-  and jaxlib alone (jaxguide depends on a jax floor, not a pin);
+  and jaxlib alone (jaxguide depends on a jax floor, not a pin), and stops the notebook
+  with a message saying what to do if the install fails;
 * build-only parts removed: the provenance box, the cell that glues it, and MyST
   cross-reference targets such as ``(numpy)=``;
-* ``{glue:text}`` values (numbers measured when the book was built) replaced by a note;
+* every MyST construct turned into what a notebook shows (Colab renders plain
+  markdown only): exercises become numbered headings, solutions a collapsed
+  ``<details>`` block and code cells hidden behind a Colab form title; ``{ref}`` and
+  ``{doc}`` become links to the published page; admonitions become quotes;
+  ``literalinclude`` becomes the included code, fenced; a ``{glue:text}`` value becomes
+  the code that computes it. A construct it does not know stops it with an error;
 * no outputs, no jupytext front matter, and cell ids derived from the position, so
   that regenerating an unchanged chapter gives a byte-identical file.
 
@@ -19,6 +25,7 @@ The repository (owner, name, branch) is read from _config.yml, where it is writt
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 import tomllib
@@ -28,13 +35,206 @@ import jupytext
 import nbformat
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import jaxguide_toc  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"
 
 PROVENANCE_BOX = re.compile(r"```\{glue\} provenance\n```\n*")
 TARGET_LABEL = re.compile(r"^\([\w-]+\)=\n", re.M)  # MyST cross-reference targets
-GLUE_TEXT = re.compile(r"\{glue:text\}`[^`]+`")
 BUILD_ONLY = 'jaxguide.glue("provenance"'
+# A directive: ```{name} argument / :::{name} argument, its options, its body, its fence.
+DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?", re.S | re.M)
+ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<text>[^`]*)`")
+ADMONITIONS = {"note", "tip", "warning", "important", "caution", "attention", "danger", "error", "hint",
+               "seealso", "admonition", "dropdown", "margin"}
+#: What is left of MyST in a notebook's markdown if the conversion missed something.
+MYST_LEFT = re.compile(r"^(`{3,}|:{3,})\{[\w:-]+\}|\{[\w:-]+\}`|^\([\w-]+\)=\s*$", re.M)
+
+
+SOLUTION_END = "\x00E\x00"
+
+
+class ConversionError(ValueError):
+    """A chapter uses a MyST construct the notebook generator cannot convert."""
+
+
+def site_url() -> str:
+    """The published book's address: ``html.baseurl`` in _config.yml."""
+    url = yaml.safe_load((ROOT / "_config.yml").read_text()).get("html", {}).get("baseurl", "")
+    if not url.startswith("https://"):
+        raise SystemExit(f"_config.yml html.baseurl must be the published site's https:// address, got {url!r}")
+    return url.rstrip("/") + "/"
+
+
+def labels() -> dict[str, tuple[str, str, bool]]:
+    """Every ``(label)=`` target of the book: label -> (page, title, is the page's title)."""
+    found = {}
+    for path in sorted((ROOT / "book").glob("*.md")):
+        for match in re.finditer(r"^\(([\w-]+)\)=\s*\n+(#+)\s+(.+)$", path.read_text(), re.M):
+            title = re.sub(r"[`*]", "", match.group(3)).strip()
+            found[match.group(1)] = (path.stem, title, len(match.group(2)) == 1)
+    return found
+
+
+def page_title(page: str) -> str:
+    match = re.search(r"^#\s+(.+)$", (ROOT / "book" / f"{page}.md").read_text(), re.M)
+    return re.sub(r"[`*]", "", match.group(1)).strip() if match else page
+
+
+def glued_code(code_cells: list[str]) -> dict[str, str]:
+    """key -> the source of the value each ``glue("key", value)`` call stores."""
+    found = {}
+    for src in code_cells:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and len(node.args) >= 2
+                    and getattr(node.func, "attr", getattr(node.func, "id", "")) == "glue"
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                found[node.args[0].value] = ast.get_source_segment(src, node.args[1]) or ""
+    return found
+
+
+def included(arg: str, options: dict[str, str], chapter: Path) -> str:
+    """The code a ``literalinclude`` shows, as a fenced block naming its file."""
+    path = (chapter.parent / arg.strip()).resolve()
+    text = path.read_text()
+    if "pyobject" in options:
+        tree = ast.parse(text)
+        node = next((n for n in ast.walk(tree) if getattr(n, "name", None) == options["pyobject"]), None)
+        if node is None:
+            raise ConversionError(f"literalinclude: {options['pyobject']} not found in {path.name}")
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        text = "\n".join(text.splitlines()[start - 1 : node.end_lineno])
+    elif "lines" in options:
+        lo, _, hi = options["lines"].partition("-")
+        text = "\n".join(text.splitlines()[int(lo) - 1 : int(hi or lo)])
+    name = path.relative_to(ROOT / "src") if path.is_relative_to(ROOT / "src") else path.name
+    return f"From `{name}`:\n\n```python\n{text.strip()}\n```\n"
+
+
+def split_options(body: str) -> tuple[dict[str, str], str]:
+    """A directive's ``:key: value`` options and the rest of its body."""
+    options, lines = {}, body.splitlines()
+    while lines and re.match(r"^:[\w-]+:", lines[0]):
+        key, _, value = lines.pop(0)[1:].partition(":")
+        options[key] = value.strip()
+    return options, "\n".join(lines).strip("\n")
+
+
+class Converter:
+    """Turns one chapter's markdown cells into plain markdown, cell by cell, keeping the
+    state the gated exercise directives need (which exercise or solution we are in)."""
+
+    def __init__(self, name: str, code_cells: list[str]):
+        self.name, self.chapter = name, ROOT / "book" / f"{name}.md"
+        self.site, self.labels, self.glued = site_url(), labels(), glued_code(code_cells)
+        self.exercises: dict[str, int] = {}
+        self.in_solution = 0  # the exercise number whose solution we are in, or 0
+
+    def link(self, target: str, text: str | None) -> str:
+        if target in self.labels:
+            page, title, top = self.labels[target]
+            url = f"{self.site}{page}.html" + ("" if top else f"#{target}")
+            return f"[{text or title}]({url})"
+        if target in self.exercises:
+            return text or f"exercise {self.exercises[target]}"
+        raise ConversionError(f"{self.name}: reference to an unknown label {target!r}")
+
+    def role(self, match: re.Match) -> str:
+        name, text = match.group("name"), match.group("text")
+        explicit = re.fullmatch(r"(.*?)\s*<([^>]+)>", text, re.S)
+        label, target = (explicit.group(1), explicit.group(2)) if explicit else (None, text)
+        if name == "ref":
+            return self.link(target, label)
+        if name == "doc":
+            page = target.removesuffix(".md").lstrip("/")
+            return f"[{label or page_title(page)}]({self.site}{page}.html)"
+        if name == "glue:text" or name == "glue":
+            key = target.split(":")[0]
+            if key not in self.glued:
+                raise ConversionError(f"{self.name}: {{glue:text}} of {key!r}, which no cell glues")
+            return f"`{self.glued[key]}`"
+        if name == "math":
+            return f"${text}$"
+        return f"`{text}`" if name in {"code", "py:func", "func", "class", "mod"} else text
+
+    def directive(self, match: re.Match) -> str:
+        name, arg = match.group("name"), match.group("arg").strip()
+        options, body = split_options(match.group("body"))
+        if name == "exercise-start":
+            number = len(self.exercises) + 1
+            self.exercises[options.get("label", f"exercise-{number}")] = number
+            return f"### Exercise {number}\n"
+        if name == "exercise-end":
+            return ""
+        if name == "solution-end":
+            self.in_solution = 0
+            return SOLUTION_END
+        if name == "solution-start":
+            number = self.exercises.get(arg)
+            if number is None:
+                raise ConversionError(f"{self.name}: solution to an unknown exercise {arg!r}")
+            self.in_solution = number
+            return f"\x00S{number}\x00"
+        if name == "literalinclude":
+            return included(arg, options, self.chapter)
+        if name in ADMONITIONS:
+            title = arg if name in {"admonition", "dropdown"} and arg else name.capitalize()
+            text = self.convert(body)
+            return "\n".join([f"> **{title}**", ">"] + [f"> {l}".rstrip() for l in text.splitlines()]) + "\n"
+        if name in {"code-block", "code"}:
+            return f"```{arg}\n{body}\n```\n"
+        if name == "math":
+            return f"$$\n{body}\n$$\n"
+        raise ConversionError(f"{self.name}: no notebook form for the MyST directive {{{name}}}")
+
+    def convert(self, text: str) -> str:
+        text = DIRECTIVE.sub(self.directive, text)
+        return ROLE.sub(self.role, text)
+
+    def hide_solutions(self, text: str, inside: int) -> str:
+        """Wrap the parts of one markdown cell that belong to a solution in a collapsed
+        ``<details>`` block (closed in the same cell: each cell renders on its own)."""
+        parts, state, buf = [], inside, []
+
+        def flush():
+            body = "".join(buf).strip("\n")
+            buf.clear()
+            if body and state:
+                parts.append(f"<details>\n<summary>Solution to exercise {state} (click to show)</summary>"
+                             f"\n\n{body}\n\n</details>")
+            elif body:
+                parts.append(body)
+
+        for piece in re.split(r"(\x00S\d+\x00|\x00E\x00)", text):
+            if piece.startswith("\x00S") or piece == SOLUTION_END:
+                flush()
+                state = int(piece[2:-1]) if piece.startswith("\x00S") else 0
+            else:
+                buf.append(piece)
+        flush()
+        return re.sub(r"\n{3,}", "\n\n", "\n\n".join(parts))
+
+    def cell(self, cell: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+        """The notebook form of one cell, or None if nothing of it is left."""
+        if cell.cell_type == "markdown":
+            inside = self.in_solution
+            text = self.convert(TARGET_LABEL.sub("", PROVENANCE_BOX.sub("", cell.source)))
+            cell.source = self.hide_solutions(text, inside)
+            left = MYST_LEFT.search(cell.source)
+            if left:
+                raise ConversionError(f"{self.name}: MyST left in a markdown cell: {left.group(0)!r}")
+            return cell if cell.source.strip() else None
+        if self.in_solution:  # hidden behind a form title in Colab, until clicked
+            cell.source = (f"# @title Solution to exercise {self.in_solution} (double-click to show the code)"
+                           " { display-mode: \"form\" }\n" + cell.source)
+            cell.metadata["cellView"] = "form"
+        return cell
 
 
 def repository() -> tuple[str, str]:
@@ -51,9 +251,8 @@ def version() -> str:
 
 
 def chapters() -> list[str]:
-    """Every page of _toc.yml that is a notebook (has code cells)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    """Every page of _toc.yml that is a notebook (has code cells), in reading order."""
+    names = jaxguide_toc.pages(ROOT / "_toc.yml", ROOT / "book")
     return [n for n in names if "```{code-cell}" in (ROOT / "book" / f"{n}.md").read_text()]
 
 
@@ -61,10 +260,20 @@ def setup_cell(url: str, tag: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(
         "# Set-up for Google Colab; does nothing anywhere else. Installs this book's companion\n"
         "# package at the release this notebook belongs to, keeping Colab's own jax and jaxlib.\n"
+        "import subprocess\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    get_ipython().run_line_magic("pip", "install --quiet \\"jaxguide @ git+{url}@{tag}\\"")'
+        f'    spec = "jaxguide @ git+{url}@{tag}"\n'
+        "    pip = [sys.executable, \"-m\", \"pip\", \"install\", \"--quiet\", spec]\n"
+        "    done = subprocess.run(pip, capture_output=True, text=True)\n"
+        "    if done.returncode != 0:\n"
+        "        raise SystemExit(\n"
+        "            f\"Could not install {spec}:\\n{done.stderr.strip()[-1500:]}\\n\\n\"\n"
+        "            \"Check that this runtime can reach the internet, and that the \"\n"
+        f"            \"release {tag} exists at {url}/releases. Then run this cell \"\n"
+        "            \"again: the rest of the notebook needs jaxguide.\"\n"
+        "        )"
     )
 
 
@@ -73,18 +282,16 @@ def notebook(name: str) -> str:
     url, _ = repository()
     nb = jupytext.read(ROOT / "book" / f"{name}.md", fmt="md:myst")
     cells = [setup_cell(url, f"v{version()}")]
+    converter = Converter(name, [c.source for c in nb.cells if c.cell_type == "code"])
     for cell in nb.cells:
         if cell.cell_type == "code" and BUILD_ONLY in cell.source:
             continue
-        if cell.cell_type == "markdown":
-            cell.source = GLUE_TEXT.sub("*(a number measured when the book was built: run the code above)*",
-                                        TARGET_LABEL.sub("", PROVENANCE_BOX.sub("", cell.source)))
-            if not cell.source.strip():
-                continue
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         cell.metadata = {"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}
-        cells.append(cell)
+        cell = converter.cell(cell)
+        if cell is not None:
+            cells.append(cell)
     for i, cell in enumerate(cells):
         cell.id = f"{name}-{i}"
     out = nbformat.v4.new_notebook(
@@ -112,6 +319,14 @@ def main(argv: list[str]) -> int:
         elif not path.is_file() or path.read_text() != text:
             path.write_text(text)
             print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    orphans = sorted(p.stem for p in OUT.glob("*.ipynb") if p.stem not in chapters())
+    if orphans and check:
+        print(f"notebooks whose chapter is not in _toc.yml: {', '.join(orphans)}. Delete them, or "
+              "add the chapters back to the toc.", file=sys.stderr)
+        return 1
+    for name in orphans:  # a chapter left the toc: its notebook goes too
+        (OUT / f"{name}.ipynb").unlink()
+        print(f"removed notebooks/{name}.ipynb (not in _toc.yml)")
     if stale:
         print(f"notebooks missing or out of date: {', '.join(stale)}. Run: make notebooks", file=sys.stderr)
         return 1
