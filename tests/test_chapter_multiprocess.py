@@ -42,6 +42,12 @@ def test_multiprocess(book):
     for rank in range(4):
         assert f"Rank {rank} is connected to 7 peer ranks" in text
     assert "Rank 4 is connected" not in text       # process 1's ranks are not in process 0's log
+    # The compiled sum's collectives, from both processes: one 4-byte all-reduce over 8 devices.
+    assert len(re.findall(r"collective operands \(per device\) bytes group all-reduce f32\[\] 4 B 8 ", text)) >= 2
+    # The compiled training step: one all-reduce of the gradients plus the loss.
+    steps = re.findall(r"step program: \{'all-reduce': 1\}, (\d+) bytes per device; gradients: (\d+) bytes", text)
+    sizes = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)      # the MLP (2, 64, 64, 3)
+    assert len(steps) == 2 and all(s == (str(4 * sizes + 4), str(4 * sizes)) for s in steps), steps
     # The exercise's four-process run.
     assert "all 4 processes: global sum 4912.0" in text
 
