@@ -30,6 +30,7 @@ ROWS = {
     "x.device()": ("`x.device()`", "changed"),
     "jax.experimental.host_callback": ("`jax.experimental.host_callback", "removed"),
     "jax.random.KeyArray": ("`jax.random.KeyArray`", "removed"),
+    "jax.experimental.maps.xmap": ("`jax.experimental.maps.xmap`", "removed"),
     "flax.training.train_state.TrainState": ("Flax linen `TrainState`", "works"),
 }
 # What a probe's printed result means.
