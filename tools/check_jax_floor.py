@@ -83,8 +83,12 @@ def environment(tmp: Path, version: str) -> Path:
     venv = tmp / "venv"
     run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
     python = venv / "bin" / "python"
+    # An override, not only a requirement: it wins over jaxguide's own floor, so that a
+    # version below the floor can be tested (to show that it fails).
+    overrides = tmp / "overrides.txt"
+    overrides.write_text(f"jax=={version}\njaxlib=={version}\n")
     run(uv(), "pip", "install", "--quiet", "--python", str(python), "-c", str(constraints),
-        str(wheel), f"jax=={version}", f"jaxlib=={version}", "ipykernel", "nbclient")
+        "--override", str(overrides), str(wheel), "ipykernel", "nbclient")
     return python
 
 
