@@ -188,3 +188,47 @@ def test_python_prints_and_native_output_are_kept_apart(tmp_path):
     (result,) = distributed.launch(path, n_processes=1, timeout=60)
     assert result.output.splitlines() == [f"line {i}" for i in range(200)]
     assert result.stderr.count("[native] chatter") == 200 and "to stderr" in result.stderr
+
+
+def test_stop_on_failure_false_lets_every_process_end_its_own_way(tmp_path):
+    """With stop_on_failure=False a failure does not stop the others: all results come
+    back (no LaunchError), with each exit code, and a signal is named in the summary."""
+    path = program(tmp_path, "own_way.py", """
+        import os, signal, time
+        pid = int(os.environ["JAXGUIDE_PROCESS_ID"])
+        if pid == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(1.0)                      # outlives process 1's death
+        print("process 0 finished")
+    """)
+    results = distributed.launch(path, n_processes=2, timeout=60, stop_on_failure=False)
+    assert [r.returncode for r in results] == [0, -9]
+    assert results[0].output.strip() == "process 0 finished"
+    assert results[0].seconds > results[1].seconds
+    text = distributed.format_outputs(results)
+    assert "── process 0 (exit 0) ──" in text and "── process 1 (killed by SIGKILL) ──" in text
+    # A timeout still stops everything.
+    hang = program(tmp_path, "hang2.py", "import time; time.sleep(600)")
+    with pytest.raises(LaunchError, match="timed out"):
+        distributed.launch(hang, n_processes=2, timeout=2, stop_on_failure=False)
+    with pytest.raises(TypeError, match="stop_on_failure"):
+        distributed.launch(path, n_processes=1, stop_on_failure="no")
+
+
+def test_a_crash_report_names_the_program_not_the_machine(tmp_path, monkeypatch):
+    """The traceback in a LaunchError has the program's frames only, with names
+    relative to the working directory: no runner or runpy frame, no absolute path."""
+    monkeypatch.chdir(tmp_path)
+    program(tmp_path, "boom.py", """
+        def load():
+            raise FileNotFoundError("data/shard-1.npz")
+        load()
+    """)
+    with pytest.raises(LaunchError) as info:
+        distributed.launch("boom.py", n_processes=1, timeout=60)
+    message = str(info.value)
+    assert 'File "boom.py", line 4, in <module>' in message
+    assert 'File "boom.py", line 3, in load' in message
+    assert message.rstrip().endswith("FileNotFoundError: data/shard-1.npz")
+    assert str(tmp_path) not in message and "_runner" not in message and "runpy" not in message
+    assert info.value.results[0].returncode == 1

@@ -5,8 +5,9 @@ environment variables) the coordinator address, the number of processes, its own
 and how many CPU devices to simulate. The program calls ``jax.distributed.initialize``
 with them (or :func:`initialize_from_env`) and the processes form one JAX system. The
 launcher picks a free port, collects each process's output (what Python printed,
-apart from native libraries' logs), and stops every process when one fails or the
-time is up, so nothing is left running.
+apart from native libraries' logs), and stops every process when one fails (unless
+``stop_on_failure=False``: then JAX's own fate sharing decides) or the time is up, so
+nothing is left running.
 
 Example (the program is a file; its processes print and exit):
     >>> import pathlib, tempfile
@@ -135,6 +136,7 @@ def launch(
     timeout: float = 120.0,
     port: int | None = None,
     env: dict | None = None,
+    stop_on_failure: bool = True,
 ) -> list[ProcessResult]:
     """Run ``program`` as ``n_processes`` processes on 127.0.0.1 and wait for all of them.
 
@@ -147,6 +149,11 @@ def launch(
         port: the coordinator's port on 127.0.0.1; ``None`` picks a free one. A port
             already in use is refused before anything starts.
         env: extra environment variables for the processes.
+        stop_on_failure: if ``True`` (the default), the first process that exits
+            with an error stops all the others and raises :class:`LaunchError`. If
+            ``False``, the launcher does not interfere: it waits until every process
+            has exited (or ``timeout``) and returns all the results, failures
+            included, so you can see what JAX itself does when a process dies.
 
     Returns:
         One :class:`ProcessResult` per process, in process-id order.
@@ -157,6 +164,8 @@ def launch(
             names the process and shows its last lines of output and error.
     """
     command = _command(program)
+    if not isinstance(stop_on_failure, bool):
+        raise TypeError(f"launch(stop_on_failure=...): expected True or False, got {stop_on_failure!r}.")
     n = _check_int("n_processes", n_processes, 1)
     devices = _check_int("devices_per_process", devices_per_process, 1)
     if not isinstance(timeout, numbers.Real) or not timeout > 0:
@@ -205,7 +214,7 @@ def launch(
                 if p.poll() is not None and i not in ended:
                     ended[i] = time.perf_counter() - start
             failed = [i for i, p in enumerate(procs) if p.returncode not in (None, 0)]
-            if failed:
+            if failed and stop_on_failure:
                 _stop(procs)
                 res = results()
                 first = res[failed[0]]
@@ -236,13 +245,23 @@ def launch(
 
 def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) -> str:
     """Every process's standard output under a header, in process order, without lines
-    that start with one of ``drop``.
+    that start with one of ``drop``. The header says how the process ended:
+    ``exit N``, ``killed by SIGKILL`` (or another signal), or ``stopped`` (by the
+    launcher).
     Timings are left out (``ProcessResult.seconds`` has them), so the text is the same
     on every run of a deterministic program."""
     blocks = []
     for r in results:
         lines = [line for line in r.output.splitlines() if not line.startswith(drop)]
-        status = "exit 0" if r.returncode == 0 else ("stopped" if r.returncode is None else f"exit {r.returncode}")
+        if r.returncode is None:
+            status = "stopped"
+        elif r.returncode < 0:  # ended by a signal: name it
+            try:
+                status = f"killed by {signal.Signals(-r.returncode).name}"
+            except ValueError:
+                status = f"killed by signal {-r.returncode}"
+        else:
+            status = f"exit {r.returncode}"
         blocks.append(f"── process {r.process_id} ({status}) ──\n" + "\n".join(lines))
     return "\n".join(blocks)
 

@@ -1,0 +1,31 @@
+"""tools/check_jax_floor.py: the parts that need no download (the full run needs PyPI
+and executes every chapter, so it is run by hand; see the README)."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import check_jax_floor  # noqa: E402
+
+
+def test_floor_is_read_from_pyproject():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert f"jax>={check_jax_floor.floor()}" in deps
+
+
+def test_error_line_names_the_error_without_colours():
+    out = "running\nTraceback ...\n  File x\n\x1b[31mJaxRuntimeError\x1b[39m: UNIMPLEMENTED: Side-effect ops\n"
+    assert check_jax_floor.error_line(out) == "JaxRuntimeError: UNIMPLEMENTED: Side-effect ops"
+    assert check_jax_floor.error_line("") == "(no output)"
+
+
+def test_unknown_chapters_are_refused_before_anything_is_installed():
+    with pytest.raises(SystemExit, match="unknown chapters"):
+        check_jax_floor.main(["--chapters", "no_such_chapter"])

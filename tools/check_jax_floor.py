@@ -1,0 +1,167 @@
+"""Run every chapter against the lowest JAX that jaxguide claims to support.
+
+    .venv/bin/python tools/check_jax_floor.py              # the floor in pyproject.toml
+    .venv/bin/python tools/check_jax_floor.py --jax 0.10.1 # another version
+    .venv/bin/python tools/check_jax_floor.py --chapters numpy sharding
+
+``pyproject.toml`` gives jax a floor (``jax>=X``), not a pin, so that Colab can keep its
+newer JAX; the book itself is built and tested with the one version in ``uv.lock``.
+This script checks that the floor is honest. In a fresh temporary folder it builds a
+jaxguide wheel from this repository, creates a virtual environment (Python 3.11, with
+uv), installs the wheel with ``jax`` and ``jaxlib`` pinned to the version under test
+and every other package at its locked version, turns each chapter of ``_toc.yml`` into
+a notebook exactly as ``make notebooks`` does (jupytext), and executes it with
+nbclient, two chapters at a time. It prints one line per chapter (pass or fail, with
+the error and the time taken) and exits 1 if any chapter failed.
+
+It is not part of ``make test``: it downloads packages (PyPI must be reachable) and
+executes every chapter, which takes a while on a small machine. Run it after changing
+the floor, and set the floor to the lowest version on which every chapter passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import make_notebooks  # noqa: E402  (tools/ is not a package)
+
+RUNNER = """
+import sys, nbformat, nbclient, jax, jaxguide
+assert "site-packages" in jaxguide.__file__, jaxguide.__file__
+assert jax.__version__ == sys.argv[3], (jax.__version__, sys.argv[3])
+nb = nbformat.read(sys.argv[1], as_version=4)
+nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                        resources={"metadata": {"path": sys.argv[2]}}).execute()
+"""
+
+
+def floor() -> str:
+    """The X of ``jax>=X`` in pyproject.toml's dependencies."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for dep in deps:
+        m = re.fullmatch(r"jax\s*>=\s*([0-9][0-9.]*)", dep.split(";")[0].strip())
+        if m:
+            return m.group(1)
+    raise SystemExit("check_jax_floor: pyproject.toml has no 'jax>=X' dependency.")
+
+
+def uv() -> str:
+    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+    if not Path(found).exists():
+        raise SystemExit("check_jax_floor: uv not found; run `make env` first.")
+    return found
+
+
+def run(*args: str, **kwargs) -> str:
+    done = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        raise SystemExit(f"check_jax_floor: {' '.join(args[:4])} ... failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def environment(tmp: Path, version: str) -> Path:
+    """A venv with the jaxguide wheel, jax/jaxlib == version, the rest as locked."""
+    run(uv(), "build", "--quiet", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
+    wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
+    locked = run(uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT)
+    pins = [line for line in locked.splitlines() if not re.match(r"(jax|jaxlib)==", line)]
+    pins += [f"jax=={version}", f"jaxlib=={version}"]
+    constraints = tmp / "constraints.txt"
+    constraints.write_text("\n".join(pins) + "\n")
+    venv = tmp / "venv"
+    run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
+    python = venv / "bin" / "python"
+    # An override, not only a requirement: it wins over jaxguide's own floor, so that a
+    # version below the floor can be tested (to show that it fails).
+    overrides = tmp / "overrides.txt"
+    overrides.write_text(f"jax=={version}\njaxlib=={version}\n")
+    run(uv(), "pip", "install", "--quiet", "--python", str(python), "-c", str(constraints),
+        "--override", str(overrides), str(wheel), "ipykernel", "nbclient")
+    return python
+
+
+def error_line(output: str) -> str:
+    """The most telling line of a failed run: the last line naming an error."""
+    output = re.sub(r"\x1b\[[0-9;]*m", "", output)  # nbclient colours tracebacks
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    named = [line for line in lines if re.search(r"\b\w*(Error|Exception)\b", line)]
+    return textwrap.shorten((named or lines or ["(no output)"])[-1], 160)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jax", default=None, help="jax/jaxlib version to test (default: the floor in pyproject.toml)")
+    parser.add_argument("--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)")
+    parser.add_argument("--parallel", type=int, default=2, help="chapters executed at once (default 2)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    args = parser.parse_args(argv)
+
+    version = args.jax or floor()
+    chapters = make_notebooks.chapters()
+    if args.chapters:
+        unknown = sorted(set(args.chapters) - set(chapters))
+        if unknown:
+            raise SystemExit(f"check_jax_floor: unknown chapters {unknown}; choose from {chapters}.")
+        chapters = [c for c in chapters if c in args.chapters]
+
+    tmp = Path(tempfile.mkdtemp(prefix="jaxguide-floor-"))
+    try:
+        print(f"jax floor check: jax/jaxlib {version}, {len(chapters)} chapters", flush=True)
+        start = time.perf_counter()
+        python = environment(tmp, version)
+        print(f"environment ready in {time.perf_counter() - start:.0f} s", flush=True)
+        work = tmp / "work"  # nothing but the notebooks: no repository paths
+        work.mkdir()
+        for name in chapters:
+            (work / f"{name}.ipynb").write_text(make_notebooks.notebook(name))
+        (tmp / "runner.py").write_text(RUNNER)
+
+        pending, running, results = list(chapters), {}, {}
+        while pending or running:
+            while pending and len(running) < args.parallel:
+                name = pending.pop(0)
+                log = open(tmp / f"{name}.log", "w")  # a file: a pipe could fill and block
+                proc = subprocess.Popen(
+                    [str(python), str(tmp / "runner.py"), str(work / f"{name}.ipynb"), str(work), version],
+                    cwd=work, stdout=log, stderr=subprocess.STDOUT, text=True,
+                    env={"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp)},
+                )
+                running[name] = (proc, time.perf_counter(), log)
+            time.sleep(0.5)
+            for name, (proc, began, log) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                log.close()
+                out = (tmp / f"{name}.log").read_text(errors="replace")
+                seconds = time.perf_counter() - began
+                ok = proc.returncode == 0
+                results[name] = ok
+                verdict = "pass" if ok else f"FAIL  {error_line(out)}"
+                print(f"  {name:<14} {seconds:6.0f} s  {verdict}", flush=True)
+                del running[name]
+
+        failed = [c for c in chapters if not results[c]]
+        print(f"jax {version}: {len(chapters) - len(failed)} of {len(chapters)} chapters pass"
+              + (f"; failed: {', '.join(failed)}" if failed else ""))
+        return 1 if failed else 0
+    finally:
+        if args.keep:
+            print("kept:", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
