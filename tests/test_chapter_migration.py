@@ -31,6 +31,7 @@ ROWS = {
     "jax.experimental.host_callback": ("`jax.experimental.host_callback", "removed"),
     "jax.random.KeyArray": ("`jax.random.KeyArray`", "removed"),
     "jax.experimental.maps.xmap": ("`jax.experimental.maps.xmap`", "removed"),
+    "jax.experimental.loops": ("`jax.experimental.loops`", "removed"),
     "flax.training.train_state.TrainState": ("Flax linen `TrainState`", "works"),
 }
 # What a probe's printed result means.
