@@ -45,7 +45,7 @@ class BuiltBook:
 
 
 @pytest.fixture(scope="session")
-def book(tmp_path_factory) -> BuiltBook:
+def book(tmp_path_factory, request) -> BuiltBook:
     """The whole book, built once per test session, strictly, from a clean output folder.
 
     -W turns every Sphinx warning into an error, -n reports every broken reference,
@@ -55,6 +55,11 @@ def book(tmp_path_factory) -> BuiltBook:
     reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
     if reuse:
         return BuiltBook(Path(reuse), "", 0.0)
+    # The notebooks' run from a wheel (another execution of every chapter) starts now, so
+    # that it overlaps the book's build: two executions of the book on one machine at
+    # once, which must both pass (nothing may write to a shared, fixed path).
+    if any("wheel_notebooks" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        _start_wheel_run(tmp_path_factory)
     out = tmp_path_factory.mktemp("book")
     start = time.perf_counter()
     proc = jupyter_book("build", "book/", "--path-output", str(out), "-W", "-n", "--keep-going")
@@ -106,14 +111,32 @@ class WheelRun:
     failures: list[str]  # "<chapter>: <end of its output>" for each notebook that failed
 
 
+_WHEEL_RUN: dict[str, object] = {}
+
+
+def _start_wheel_run(tmp_path_factory) -> None:
+    """Start :func:`_run_notebooks_from_a_wheel` in a thread, once per session."""
+    if "future" not in _WHEEL_RUN:
+        import concurrent.futures
+
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        _WHEEL_RUN["future"] = pool.submit(_run_notebooks_from_a_wheel, tmp_path_factory.mktemp("wheel"))
+        pool.shutdown(wait=False)
+
+
 @pytest.fixture(scope="session")
 def wheel_notebooks(tmp_path_factory) -> WheelRun:
     """Every notebook in notebooks/, run top to bottom, once per session, as a Colab user
     would: in a fresh virtual environment where jaxguide is installed from a wheel built
     from this repository (with the locked versions), from a folder holding nothing but
     the notebooks. A second, independent execution of every chapter: the book's outputs
-    are compared with it (tests/test_reproducible.py)."""
-    tmp = tmp_path_factory.mktemp("wheel")
+    are compared with it (tests/test_reproducible.py). It runs while the book builds
+    (the ``book`` fixture starts it) when both are needed."""
+    _start_wheel_run(tmp_path_factory)
+    return _WHEEL_RUN["future"].result()
+
+
+def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
     run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
     run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
     wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
@@ -128,6 +151,8 @@ def wheel_notebooks(tmp_path_factory) -> WheelRun:
     executed = tmp / "executed"
     executed.mkdir()
     (tmp / "runner.py").write_text(RUNNER)
+    logs = tmp / "logs"  # files, not pipes: a full pipe would stall a chatty kernel
+    logs.mkdir()
     procs: dict[str, subprocess.Popen] = {}
     # Longest first, two at a time (this machine has 2 cores): the last to start is short.
     pending = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
@@ -137,7 +162,7 @@ def wheel_notebooks(tmp_path_factory) -> WheelRun:
             nb = pending.pop(0)
             procs[nb.stem] = subprocess.Popen(
                 [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)], cwd=work,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                stdout=(logs / f"{nb.stem}.log").open("w"), stderr=subprocess.STDOUT,
                 env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp)},
             )
         while True:  # wait for whichever finishes first
@@ -147,7 +172,8 @@ def wheel_notebooks(tmp_path_factory) -> WheelRun:
             time.sleep(0.2)
         for name in done:
             proc = procs.pop(name)
-            out = proc.stdout.read()
+            proc.stdout.close()
+            out = (logs / f"{name}.log").read_text(errors="replace")
             if proc.returncode != 0:
                 failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")
     return WheelRun(executed, failures)
