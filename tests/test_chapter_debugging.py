@@ -78,6 +78,10 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
     assert "x.at[10].set -> [0. 1. 2. 3. 4.]" in text
     assert "x.at[[1, 10]].add -> [ 0. 101. 2. 3. 4.]" in text
     assert "NumPy: IndexError" in text
+    # jnp.take's default mode is "fill", unlike indexing's promise_in_bounds.
+    assert "jnp.take(x, 10) -> nan" in text
+    # Without the key-reuse checker, the reused key silently repeats the draw.
+    assert "identical: True" in text
     assert "mode='fill' -> [ 2. nan]" in text
     assert "mode='clip' update -> [ 0. 1. 99. 3. 99.]" in text
 
@@ -111,7 +115,14 @@ def test_donation_saves_the_parameters(book):
     assert g["params_bytes"] == expected
     assert g["alias_plain"] == 0
     assert g["alias_donated"] == expected
-    assert "old w deleted: True" in page_text(book, "debugging")
+    text = page_text(book, "debugging")
+    assert "old w deleted: True" in text
+    # A donation no output can use: JAX warns and leaves the buffer alive.
+    assert (
+        "JAX warned: Some donated buffers were not usable: float32[512,512]"
+        in text
+    )
+    assert "w deleted: False" in text
 
 
 def test_compiled_program(book):
@@ -121,6 +132,8 @@ def test_compiled_program(book):
     # The matmul's FLOPs plus a few per element for the GELU, and no more.
     assert matmul < g["flops"] < matmul + 20 * elementwise
     assert g["n_stablehlo_ops"] > g["n_fusions"] >= 1
+    n = g["n_fusions"]
+    assert g["fusions_text"] == f"{n} fusion" + ("" if n == 1 else "s")
     # The fusion the prose names is listed on the page, and holds the GELU's tanh.
     text = page_text(book, "debugging")
     assert g["gelu_fusion"] != "(none)"
