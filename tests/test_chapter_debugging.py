@@ -84,6 +84,10 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
     assert "NumPy: IndexError" in text
     # jnp.take's default mode is "fill", unlike indexing's promise_in_bounds.
     assert "jnp.take(x, 10) -> nan" in text
+    # The default modes, read from the jaxprs.
+    assert "x[i] mode=PROMISE_IN_BOUNDS" in text
+    assert "x.at[i].add mode=FILL_OR_DROP" in text
+    assert "jnp.take mode=FILL_OR_DROP" in text
     # Without the key-reuse checker, the reused key silently repeats the draw.
     assert "identical: True" in text
     assert "mode='fill' -> [ 2. nan]" in text
