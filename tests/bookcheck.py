@@ -200,7 +200,7 @@ def output_differences(book_nb: dict, other_nb: dict) -> list[str]:
 # --- Reading a built chapter (used by the per-chapter tests, tests/test_chapter_*.py) ---
 
 # A timing verdict as jaxguide.compare(..., prose=True) words it.
-VERDICT = r"(\d+\.\d× (?:faster|slower) than|as fast, within 10%, as)"
+VERDICT = r"((?:\d\.\d|\d\d+)× (?:faster|slower) than|as fast, within 10%, as)"
 
 
 def glued(book, chapter: str) -> dict:

@@ -129,6 +129,10 @@ def test_compare_says_what_was_measured():
     assert compare(base, fake("same", 0.0105), prose=True) == "as fast, within 10%, as"
     with pytest.raises(TypeError):
         compare(base, 0.1)
+    # Large ratios keep two significant figures: a noisy 6092.8 is "6100".
+    assert compare(base, fake("loop", 60.928)) == "6100× slower"
+    assert compare(base, fake("fast", 0.010 / 37.4)) == "37× faster"
+    assert compare(base, fake("fast", 0.010 / 9.96)) == "10.0× faster"
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,15 @@ def benchmark(
     return Timing(label, first, tuple(times), number)
 
 
+def _factor(x: float) -> str:
+    """A ratio of two noisy timings, with no more digits than it can carry:
+    ``'4.2'``, ``'37'``, ``'6100'``."""
+    if x < 10:
+        return f"{x:.1f}"
+    digits = len(str(int(x))) - 2  # keep two significant figures
+    return f"{round(x, -digits):.0f}"
+
+
 def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: bool = False) -> str:
     """Describe ``other`` relative to ``baseline`` in words, from the measured medians.
 
@@ -195,7 +204,8 @@ def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: b
     ratio = baseline.median_s / other.median_s
     if abs(ratio - 1) <= tolerance:
         return f"as fast, within {tolerance:.0%}, as" if prose else f"about the same (±{tolerance:.0%})"
-    text = f"{ratio:.1f}× faster" if ratio > 1 else f"{1 / ratio:.1f}× slower"
+    factor = ratio if ratio > 1 else 1 / ratio
+    text = f"{_factor(factor)}× faster" if ratio > 1 else f"{_factor(factor)}× slower"
     return text + " than" if prose else text
 
 
