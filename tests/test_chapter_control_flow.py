@@ -64,6 +64,8 @@ def test_control_flow_demonstrations(book):
     assert "y(2.0) by scan 0.234239, closed form 0.234239" in text
     # switch clamps its index; cond under vmap becomes select_n.
     assert "clamp 0:i32[] c 2:i32[]" in text
+    # cond's branches must agree on output types.
+    assert "cond branches must have equal output types" in text
     # Logical operators: `and` on a tracer fails, `&` works elementwise.
     assert "TracerBoolConversionError" in text
     assert "True [False True False]" in text

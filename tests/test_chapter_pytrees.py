@@ -43,6 +43,8 @@ def test_pytrees_demonstrations(book):
     # is_leaf stops at shape tuples; jit retraces when a static field changes.
     assert "leaves of the shapes tree: [3, 2, 3, 3, 1]" in text and "round trip: True" in text
     assert "3 calls, traced for: ['relu', 'tanh']" in text
+    # None is an empty node unless is_leaf says otherwise.
+    assert "{'b': None, 'w': 'leaf'}" in text and "{'b': 'leaf', 'w': 'leaf'}" in text
     # Pytree in_axes for vmap.
     assert "(6, 3) (5, 6, 3) (5, 6, 3)" in text
     # tree.map over five trees stacks them.
