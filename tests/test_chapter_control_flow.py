@@ -3,6 +3,8 @@ and the demonstrations its prose describes really happened."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -16,21 +18,32 @@ def test_control_flow_compile_times(book):
     # Three equations (sin, mul, add) per unrolled step.
     assert g["eqns_1000"] == 3 * 1000
     py, fl = g["compile_py_s"], g["compile_fl_s"]
-    assert len(py) == len(fl) == 4 and all(t > 0 for t in py + fl)
+    py_t, fl_t = g["trace_py_s"], g["trace_fl_s"]
+    assert len(py) == len(fl) == len(py_t) == len(fl_t) == 4
+    assert all(t > 0 for t in py + fl + py_t + fl_t)
     assert g["max_length"] == 300
-    # The unrolled loop's first call grows with n; at n = 300 it costs more than fori_loop's.
+    # XLA's time on the unrolled loop grows with n; at n = 300 it exceeds fori_loop's.
     assert py[-1] > py[0] and py[-1] > fl[-1]
+    # The prose says whether tracing grew, from the measurement itself.
+    assert g["py_trace_change"] == ("grew" if py_t[-1] > py_t[0] else "did not grow here")
     assert abs(int(g["py_over_fl_max"]) - py[-1] / fl[-1]) <= 1
+    larger = "compilation" if py[-1] > py_t[-1] else "tracing"
+    assert g["py_larger_stage"] == larger
     text = page_text(book, "control_flow")
-    for key in ("py_first_10", "py_first_max", "fl_first_min", "fl_first_maxn", "fl_first_max"):
+    for key in ("py_compile_10", "py_compile_max", "fl_compile_min", "fl_compile_maxn",
+                "fl_compile_max", "py_trace_10", "py_trace_max", "fl_trace_max", "py_larger_stage",
+                "py_trace_change"):
         assert g[key] in text
+    # The table prints both stages for both loops.
+    assert "Python loop lax.fori_loop n trace compile trace compile" in text
     figures = images(book, "control_flow")
     assert len(figures) == 1 and "fori_loop" in figures[0].get("alt", "")
 
 
 def test_control_flow_numbers(book):
     g = glued(book, "control_flow")
-    assert g["newton_fixed_grad"] == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
+    assert float(g["newton_fixed_grad"]) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
+    assert len(g["newton_fixed_grad"]) == len("0.353553")  # no 17-digit float
 
     def collatz(n):
         steps = 0
@@ -52,6 +65,13 @@ def test_control_flow_demonstrations(book):
     assert "y(2.0) by scan 0.234239, closed form 0.234239" in text
     # switch clamps its index; cond under vmap becomes select_n.
     assert "clamp 0:i32[] c 2:i32[]" in text
+    # cond's branches must agree on output types.
+    assert "cond branches must have equal output types" in text
+    # Logical operators: `and` on a tracer fails, `&` works elementwise.
+    assert "TracerBoolConversionError" in text
+    assert "True [False True False]" in text
+    # grad through cond differentiates the chosen branch: 1 for relu, cos 2 for sin.
+    assert "grad through cond at x = 2: 1.0000 (relu), -0.4161 (sin; cos 2 = -0.4161)" in text
     assert "cond in the jaxpr: False, select_n: True" in text
     assert "vmap, one predicate branches that ran: ['relu']" in text
     assert "vmap, predicate per example branches that ran: ['relu', 'sin']" in text
@@ -68,3 +88,5 @@ def test_control_flow_demonstrations(book):
     assert "NonConcreteBooleanIndexError" in text
     assert "indices [ 0 2 -1], values [ 3. 2. nan]" in text
     assert "while: condition returns bool[30]" in text
+    # jaxprs and prose carry no 17-digit float constants.
+    assert not re.search(r"\d\.\d{12,}", text)
