@@ -35,6 +35,23 @@ def test_autodiff_values(book):
     text = page_text(book, "autodiff")
     assert "largest difference to finite differences" in text
     assert "[[ 6. 0.] [ 0. 12.]]" in text  # the Hessian block diag(6w)
+    assert "gradient has the parameters' tree structure: True" in text
+    # Python control flow under grad: the branch the value selects.
+    assert "relu_py' at 2 and -1: 1.0, 0.0" in text
+    assert "piecewise' at 0.5 and 3: [1. 2.]" in text
+
+
+def test_autodiff_cross_references_and_math(book):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(book.page("autodiff"), "html.parser")
+    hrefs = {a.get("href", "").split("#")[0] for a in soup.select("a.reference")}
+    for chapter in ("pytrees", "control_flow", "debugging"):
+        assert f"{chapter}.html" in hrefs, chapter
+    # Every TeX fragment survived (a stray tab once turned \times into "imes").
+    for ann in soup.select("annotation"):
+        assert "\t" not in ann.get_text(), ann.get_text()
+    assert any("3\\times3" in a.get_text() for a in soup.select("annotation"))
 
 
 def jaxpr_text(book) -> str:
@@ -57,15 +74,17 @@ def test_autodiff_nan_explained(book):
 
 def test_autodiff_custom_rules(book):
     errs = errors(book, "autodiff")
-    assert [name for name, _ in errs] == ["ValueError", "TypeError"]
-    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[0][1]
-    assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[1][1]
+    assert [name for name, _ in errs] == ["TypeError", "ValueError", "TypeError"]
+    assert "Gradient only defined for scalar-output functions" in errs[0][1]
+    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[1][1]
+    assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[2][1]
     text = page_text(book, "autodiff")
     exact = 0.5 / np.sqrt(2.0)
     assert f"forward-mode derivative: {exact:.6f}" in text
     assert f"grad: {exact:.6f} (exact {exact:.6f})" in text
     assert f"jacfwd: {exact:.6f}" in text
-    assert f"hessian: {-0.25 * 2.0**-1.5:.6f}" in text
+    # custom_jvp's hessian, then custom_vjp's (visible, not only glued).
+    assert text.count(f"hessian: {-0.25 * 2.0**-1.5:.6f}") == 2
 
 
 def test_autodiff_jacobians(book):

@@ -50,6 +50,27 @@ def test_random_key_reuse_checker(book):
     after = "".join(cells[i + 1]["source"])
     assert after.rstrip().endswith('jax.config.update("jax_debug_key_reuse", False)')
     assert "split keys: no error with the checker on" in page_text(book, "random")
+    # The checker in compiled code is in the debugging chapter: linked.
+    soup = BeautifulSoup(book.page("random"), "html.parser")
+    hrefs = {a.get("href", "").split("#")[0] for a in soup.select("a.reference")}
+    assert "debugging.html" in hrefs
+
+
+def test_random_outputs_formatted(book):
+    nb = json.loads(book.notebook("random").read_text())
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            text = o.get("text", "") if o["output_type"] == "stream" else ""
+            text = "".join(text)
+            assert not re.search(r"\d\.\d{7,}", text), text  # no raw float reprs
+    text = page_text(book, "random")
+    m = re.search(r"first call: (\[[^]]*\]) second call: (\[[^]]*\])", text)
+    assert m and m.group(1) == m.group(2)
+    # ... and the same numbers as the flag demonstration's default (True).
+    assert f"with True: {m.group(1)}" in text
+    # NumPy's sequential equivalence, shown.
+    m = re.search(r"NumPy, one call: (\[[^]]*\]) NumPy, one by one: (\[[^]]*\])", text)
+    assert m and m.group(1) == m.group(2)
 
 
 def test_random_per_device_and_versions(book):
@@ -61,6 +82,12 @@ def test_random_per_device_and_versions(book):
     assert "the same rows as the split way: True" in text
     assert "sharded over 8 devices: P('devices',)" in text
     assert "same numbers as on one device: True" in text
+    # The compiled program: no collective with the flag on, some with it off.
+    assert "collectives, jax_threefry_partitionable on: {}" in text
+    off = re.search(r"jax_threefry_partitionable off: \{([^}]*)\}", text).group(1)
+    assert "all-gather" in off or "collective-permute" in off
+    assert glued(book, "random")["block_bytes"] == 4 * 4
+    assert "bytes of output per device: 16" in text
     # The flag demonstration, recomputed here.
     key = jax.random.key(42)
     now = np.asarray(jax.random.normal(key, (3,)))
