@@ -160,3 +160,9 @@ def test_cross_references(book):
         assert any(h.startswith(f"{chapter}.html") for h in hrefs), chapter
     text = page_text(book, "transforms")
     assert "batched_f(x, 3) = [2.000000 4.524413]" in text
+
+
+def test_retrace_exercise(book):
+    """Weak and strong float32 scalars are different cache keys: four traces."""
+    out = cell_output(book, "g_types = []")
+    assert "4 traces: ~float32[], float32[], float32[2], ~int32[]" in out
