@@ -13,6 +13,14 @@ from bookcheck import ANSI_RE, VERDICT, glued, load, output_text, page_text, sou
 
 pytestmark = pytest.mark.book
 
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def seconds(text: str) -> float:
+    """Seconds from a duration as ``format_seconds`` writes it ('2.65 s', '922 µs')."""
+    value, unit = text.split()
+    return float(value) * UNITS[unit]
+
 
 def cell_output(book, marker: str) -> str:
     """The printed output of the one code cell whose source contains ``marker``."""
@@ -68,6 +76,11 @@ def test_block_until_ready_and_eager_compiles(book):
     # One compilation per operation on a new shape, none on a repeat call.
     assert counts == [n_eqns, 0, n_eqns] and g["eager_compiles"] == n_eqns
     assert g["eager_first"] in text and g["eager_second"] in text
+    # The compile time the prose cites is part of the first call, and glued.
+    m = re.search(r"first call +(\S+ \S+), \d+ compilations taking (\S+ \S+)", out)
+    assert m and seconds(m.group(2)) <= seconds(m.group(1))
+    assert g["eager_first_compiling"] == m.group(2)
+    assert f"of which {g['eager_first_compiling']} went into compiling" in text
 
 
 def test_fusion_evidence(book):
@@ -83,6 +96,9 @@ def test_fusion_evidence(book):
     fusions = [l for l in out.splitlines() if "fusion (" in l or "_sine" in l]
     assert any(l.split(": ")[1] == "sine" for l in fusions)
     assert "temporaries: 3.81 MiB" in out
+    # The matrix product compiles to one dot and nothing else.
+    out = cell_output(book, "def gram")
+    assert re.search(r"^\S+ \(\w+\): dot$", out, flags=re.M), out
 
 
 def test_verdicts(book):
@@ -96,6 +112,7 @@ def test_verdicts(book):
         "sin_vs_numpy",
         "tanh_vs_numpy",
         "gram_jit_vs_numpy",
+        "gram_jit_vs_jnp",
     ):
         assert re.fullmatch(VERDICT, g[key]), (key, g[key])
         assert g[key] in text
@@ -144,3 +161,28 @@ def test_lists_refused(book):
 def test_type_promotion(book):
     out = cell_output(book, "int32 + float16 in NumPy")
     assert "in NumPy: float64" in out and "in JAX:   float16" in out
+
+
+def test_lax_beneath_jnp(book):
+    jaxpr = cell_output(book, "jax.make_jaxpr(jnp.add)(f32_one, i32_one)")
+    assert "convert_element_type[new_dtype=float32" in jaxpr and " add " in jaxpr
+    out = cell_output(book, "lax.add(f32_one, i32_one)")
+    assert "TypeError" in out and "requires arguments to have the same dtypes" in out
+
+
+def test_out_of_bounds_modes_and_links(book):
+    text = " ".join(page_text(book, "numpy").split())
+    assert '"promise_in_bounds"' in text  # the real default, not "drop"
+    soup = BeautifulSoup(book.page("numpy"), "html.parser")
+    hrefs = [a.get("href", "") for a in soup.select("a")]
+    assert any(h.startswith("debugging.html") for h in hrefs)  # checkify
+    out = cell_output(book, "def shift_left")
+    assert "plain indexing: [2. 3. 4. 4.]" in out  # clamped
+    assert "shift_left:     [2. 3. 4. 0.]" in out
+
+
+def test_conversion_copies(book):
+    """The prose says NumPy reads a JAX array in place here and jnp copies."""
+    out = cell_output(book, "as_np = np.asarray(x_jx)")
+    assert "np.asarray(JAX array) reuses its buffer:  True (writeable: False)" in out
+    assert "jnp.asarray(NumPy array) reuses its buffer: False" in out

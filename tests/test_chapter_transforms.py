@@ -12,6 +12,14 @@ from bookcheck import ANSI_RE, VERDICT, glued, load, output_text, page_text, sou
 
 pytestmark = pytest.mark.book
 
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def seconds(text: str) -> float:
+    """Seconds from a duration as ``format_seconds`` writes it ('69.3 ms')."""
+    value, unit = text.split()
+    return float(value) * UNITS[unit]
+
 
 def cell_output(book, marker: str) -> str:
     """The printed output of the one code cell whose source contains ``marker``."""
@@ -115,3 +123,46 @@ def test_first_call_ratio_glued(book):
     assert f"as much as {g['jit_first_ratio']} later ones" in page_text(
         book, "transforms"
     )
+
+
+def test_first_call_stages(book):
+    """The stages JAX reports for the first call are printed, and fit inside it."""
+    out = cell_output(book, "def record_stage")
+    first = re.search(r"first call (\S+ \S+)", out).group(1)
+    stages = dict(
+        re.findall(r"^  (\S.*?) +(\S+ \S+)$", out, flags=re.M)
+    )
+    assert set(stages) == {"trace to a jaxpr", "lower for XLA", "XLA compile"}
+    total = sum(seconds(v) for v in stages.values())
+    assert total <= seconds(first)
+    g = glued(book, "transforms")
+    assert seconds(g["jit_stages"]) == pytest.approx(total, rel=0.02, abs=2e-4)
+    assert f"took {g['jit_stages']} together" in page_text(book, "transforms")
+
+
+def test_python_runs_eager_vs_jit(book):
+    """Eager code runs its Python on every call; jitted code once, while tracing."""
+    out = cell_output(book, "step_eager = counting(")
+    eager = int(re.search(r"eager step: Python body ran (\d+) times", out).group(1))
+    assert eager > 1 and "jit step: Python body ran 1 time\n" in out
+    assert glued(book, "transforms")["step_eager_runs"] == eager
+    out = cell_output(book, "eager_vmap = jax.vmap(")
+    assert "3 calls of vmap: predict_single ran 3 times" in out
+    assert "3 calls of jit(vmap): predict_single ran 1 time\n" in out
+
+
+def test_cross_references(book):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(book.page("transforms"), "html.parser")
+    hrefs = [a.get("href", "") for a in soup.select("a")]
+    for chapter in ("pytrees", "control_flow", "debugging"):
+        assert any(h.startswith(f"{chapter}.html") for h in hrefs), chapter
+    text = page_text(book, "transforms")
+    assert "batched_f(x, 3) = [2.000000 4.524413]" in text
+
+
+def test_retrace_exercise(book):
+    """Weak and strong float32 scalars are different cache keys: four traces."""
+    out = cell_output(book, "g_types = []")
+    assert "4 traces: ~float32[], float32[], float32[2], ~int32[]" in out
