@@ -6,8 +6,13 @@ import shutil
 import time
 from pathlib import Path
 
+import jax
 import pytest
 import yaml
+
+# In-process tests run on 8 simulated CPU devices, like the multi-device chapters. This
+# must happen before anything starts JAX's backends, so it is done on import.
+jax.config.update("jax_num_cpu_devices", 8)
 
 from bookcheck import ROOT, jupyter_book
 

@@ -5,6 +5,8 @@ Small, reusable pieces the chapters call for what repeats:
 * :mod:`jaxguide.devices` - ``setup_devices(n)``: real accelerators or simulated CPU devices.
 * :mod:`jaxguide.timing` - ``benchmark(fn, *args)``: warm-up, ``block_until_ready``,
   median of repeats; ``compare``, ``table`` and ``plot_timings`` to report them.
+* :mod:`jaxguide.compiled` - ``analyze(f, *args)``: what the compiled program does:
+  its collectives with their bytes, its fusions, FLOPs and memory per device.
 * :mod:`jaxguide.runinfo` - ``provenance()``: what produced a page (versions, devices, time).
 * :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.

@@ -1,0 +1,428 @@
+"""Read what the compiler made of a jitted function.
+
+``jax.jit(f).lower(*args).compile()`` is the program XLA will run: after sharding
+propagation, SPMD partitioning (every shape in it is *per device*), fusion and
+scheduling. :func:`analyze` compiles ``f`` for example arguments and reports, from that
+program,
+
+* every collective (all-reduce, all-gather, reduce-scatter, all-to-all,
+  collective-permute) with its operand shapes, dtypes and bytes per device;
+* every fusion, with the operations XLA fused into it;
+* FLOPs and bytes accessed from ``cost_analysis()``;
+* argument, output, temporary and aliased bytes per device from ``memory_analysis()``.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> from jaxguide.compiled import analyze
+    >>> report = analyze(lambda x: jnp.sin(x) * 2.0 + 1.0, jnp.ones((4, 256)))
+    >>> report.collectives       # one device: nothing to communicate
+    ()
+    >>> [f.ops for f in report.fusions]
+    [('sine', 'multiply', 'add')]
+    >>> report.argument_bytes, report.output_bytes
+    (4096, 4096)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Collective", "Fusion", "ProgramReport", "analyze", "format_bytes", "COLLECTIVES"]
+
+#: The collective operations :func:`analyze` reports, by their HLO names.
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+
+# Bits per element of each HLO element type.
+_BITS = {
+    "pred": 8, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16, "s32": 32,
+    "u32": 32, "s64": 64, "u64": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+    "c64": 64, "c128": 128, "f8e4m3fn": 8, "f8e5m2": 8, "f8e4m3": 8, "f8e3m4": 8,
+    "f8e4m3b11fnuz": 8, "f8e4m3fnuz": 8, "f8e5m2fnuz": 8, "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "token": 0,
+}
+# Operations that carry no computation of their own inside a fusion.
+_NOT_WORK = {"parameter", "constant"}
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([0-9,]*)\]")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+) = (.*)$")
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+) .*\{\s*$")
+
+
+def format_bytes(n: float) -> str:
+    """Format a byte count with a binary unit: ``'512 B'``, ``'4.0 KiB'``, ``'1.50 MiB'``.
+
+    Raises:
+        TypeError: ``n`` is not a number.
+        ValueError: ``n`` is negative, NaN or infinite.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, float)):
+        raise TypeError(f"format_bytes: expected a number of bytes, got {n!r}.")
+    if not math.isfinite(n) or n < 0:
+        raise ValueError(f"format_bytes: expected a finite byte count >= 0, got {n!r}.")
+    if n < 1024:
+        return f"{n:.0f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if n < 100 else f"{n:.0f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _arrays(shape: str) -> list[tuple[str, tuple[int, ...]]]:
+    """``'(f32[8,16]{1,0}, bf16[])'`` -> ``[('f32', (8, 16)), ('bf16', ())]``."""
+    return [
+        (dtype, tuple(int(d) for d in dims.split(",") if d))
+        for dtype, dims in _ARRAY.findall(shape)
+        if dtype in _BITS
+    ]
+
+
+def _nbytes(arrays: list[tuple[str, tuple[int, ...]]]) -> int:
+    return sum(math.ceil(_BITS[dt] * math.prod(dims) / 8) for dt, dims in arrays)
+
+
+def _spell(dtype: str, dims: tuple[int, ...]) -> str:
+    return f"{dtype}[{','.join(map(str, dims))}]"
+
+
+def _split_instruction(rest: str) -> tuple[str, str, str, str] | None:
+    """``'f32[16]{0} all-reduce(%a), channel_id=1, ...'`` -> (shape, op, args, attrs)."""
+    if rest.startswith("("):  # a tuple shape: up to its matching parenthesis
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                break
+        shape, rest = rest[: i + 1], rest[i + 1 :].lstrip()
+    else:
+        shape, _, rest = rest.partition(" ")
+    match = re.match(r"([a-z][\w\-]*)\(", rest)
+    if not match:
+        return None
+    op = match.group(1)
+    depth, start = 0, match.end() - 1
+    for i in range(start, len(rest)):
+        depth += rest[i] == "("
+        depth -= rest[i] == ")"
+        if depth == 0:
+            return shape, op, rest[start + 1 : i], rest[i + 1 :]
+    return None
+
+
+@dataclass(frozen=True)
+class _Instruction:
+    name: str
+    shape: str
+    op: str
+    operands: tuple[str, ...]
+    attrs: str
+    computation: str
+
+
+def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruction]]:
+    """Instructions by computation, and every instruction by name."""
+    computations: dict[str, list[_Instruction]] = {}
+    by_name: dict[str, _Instruction] = {}
+    current = None
+    for line in hlo.splitlines():
+        if current is None:
+            match = _COMPUTATION.match(line)
+            if match:
+                current = match.group(1)
+                computations[current] = []
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        match = _INSTRUCTION.match(line)
+        if not match:
+            continue
+        parts = _split_instruction(match.group(2))
+        if parts is None:
+            continue
+        shape, op, args, attrs = parts
+        operands = tuple(re.findall(r"%([\w.\-]+)", args))
+        ins = _Instruction(match.group(1), shape, op, operands, attrs, current)
+        computations[current].append(ins)
+        by_name[ins.name] = ins
+    return computations, by_name
+
+
+def _group_size(attrs: str) -> int | None:
+    """Devices taking part in each group of a collective, from its replica groups."""
+    match = re.search(r"replica_groups=\{(\{[\d,]*\})", attrs)
+    if match:  # explicit groups: {{0,1,2,3},{4,5,6,7}}
+        return len([d for d in match.group(1).strip("{}").split(",") if d])
+    match = re.search(r"replica_groups=\[(\d+),(\d+)\]<=", attrs)
+    if match:  # iota groups: [n_groups, group_size]<=[devices]
+        return int(match.group(2))
+    match = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", attrs)
+    if match:  # mesh groups: mesh['axis_0'=8,'axis_1'=1] {'axis_0'}
+        sizes = dict(re.findall(r"'([^']+)'=(\d+)", match.group(1)))
+        return math.prod(int(sizes[a]) for a in re.findall(r"'([^']+)'", match.group(2)))
+    match = re.search(r"source_target_pairs=\{(.*?)\}\}", attrs)
+    if match:  # collective-permute: the devices that send or receive
+        return len(set(re.findall(r"\d+", match.group(1))))
+    return None
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective operation in a compiled program. Sizes are per device.
+
+    Attributes:
+        kind: one of :data:`COLLECTIVES`.
+        shapes: the shape of each operand, as this device holds it.
+        dtypes: the element type of each operand (HLO names: ``f32``, ``bf16``, ...).
+        operand_bytes: bytes of all operands on one device (what it contributes).
+        result_bytes: bytes of the result on one device.
+        group_size: devices in each communicating group (for a collective-permute,
+            the devices that send or receive); ``None`` if the program does not say.
+        name: the instruction's name in the HLO text.
+        in_loop: the collective sits in the body of a loop (``while``, from
+            ``scan``/``fori_loop``), so it runs once per iteration, not once.
+    """
+
+    kind: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+    operand_bytes: int
+    result_bytes: int
+    group_size: int | None
+    name: str
+    in_loop: bool = False
+
+    @property
+    def operands(self) -> str:
+        """The operands as HLO spells them, repeats counted: ``'f32[8,16]'``, ``'8 × f32[8,2]'``."""
+        spelled = [_spell(d, s) for d, s in zip(self.dtypes, self.shapes)]
+        runs: list[list] = []
+        for item in spelled:
+            if runs and runs[-1][0] == item:
+                runs[-1][1] += 1
+            else:
+                runs.append([item, 1])
+        return ", ".join(item if n == 1 else f"{n} × {item}" for item, n in runs)
+
+    def __str__(self) -> str:
+        group = f" over {self.group_size} devices" if self.group_size else ""
+        loop = ", in a loop" if self.in_loop else ""
+        return f"{self.kind} of {self.operands} ({format_bytes(self.operand_bytes)} per device){group}{loop}"
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """One fusion: several operations XLA compiled into a single kernel.
+
+    Attributes:
+        name: the fusion instruction's name in the HLO text.
+        kind: XLA's fusion kind (``kLoop``, ``kInput``, ``kOutput``, ...).
+        ops: the HLO operations inside it, in program order (parameters, constants
+            and broadcasts of constants left out).
+    """
+
+    name: str
+    kind: str
+    ops: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}): {', '.join(self.ops)}"
+
+
+@dataclass(frozen=True)
+class ProgramReport:
+    """What :func:`analyze` read from one compiled program. Bytes are per device.
+
+    Attributes:
+        collectives: every collective, in program order.
+        fusions: every fusion, in program order.
+        flops: floating-point operations per device (``cost_analysis``), or ``None``.
+        bytes_accessed: bytes read and written per device (``cost_analysis``), or ``None``.
+        argument_bytes, output_bytes, temp_bytes, alias_bytes: from ``memory_analysis``;
+            ``alias_bytes`` counts outputs that reuse an input's buffer (donation).
+        hlo: the compiled program's HLO text.
+    """
+
+    collectives: tuple[Collective, ...]
+    fusions: tuple[Fusion, ...]
+    flops: float | None
+    bytes_accessed: float | None
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    alias_bytes: int
+    hlo: str
+
+    def counts(self) -> dict[str, int]:
+        """How many collectives of each kind: ``{'all-reduce': 1}``."""
+        return dict(Counter(c.kind for c in self.collectives))
+
+    def collective_bytes(self, kind: str | None = None) -> int:
+        """Operand bytes per device of every collective (of one ``kind`` if given).
+
+        Raises:
+            ValueError: ``kind`` is not one of :data:`COLLECTIVES`.
+        """
+        if kind is not None and kind not in COLLECTIVES:
+            raise ValueError(f"collective_bytes: kind must be one of {COLLECTIVES}, got {kind!r}.")
+        return sum(c.operand_bytes for c in self.collectives if kind in (None, c.kind))
+
+    def collectives_table(self) -> str:
+        """One aligned line per collective: kind, operands, bytes, group size."""
+        if not self.collectives:
+            return "no collectives"
+        rows = [("collective", "operands (per device)", "bytes", "group")]
+        rows += [
+            (c.kind, c.operands, format_bytes(c.operand_bytes), str(c.group_size or "?"))
+            for c in self.collectives
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join(
+            f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:>{widths[3]}}"
+            for r in rows
+        )
+
+    def __str__(self) -> str:
+        n = len(self.collectives)
+        lines = [f"collectives: {n}" + (f", {format_bytes(self.collective_bytes())} per device" if n else "")]
+        lines += [f"  {c}" for c in self.collectives]
+        lines.append(f"fusions: {len(self.fusions)}")
+        lines += [f"  {f}" for f in self.fusions]
+        if self.flops is not None:
+            lines.append(f"FLOPs per device: {self.flops:,.0f}")
+        lines.append(
+            "memory per device: "
+            f"arguments {format_bytes(self.argument_bytes)}, outputs {format_bytes(self.output_bytes)}, "
+            f"temporaries {format_bytes(self.temp_bytes)}, aliased {format_bytes(self.alias_bytes)}"
+        )
+        return "\n".join(lines)
+
+
+def _cost(compiled: Any) -> dict[str, float]:
+    try:
+        cost = compiled.cost_analysis()
+    except Exception:  # some backends do not implement it
+        return {}
+    if isinstance(cost, (list, tuple)):  # older JAX: one dict per program
+        cost = cost[0] if cost else {}
+    return dict(cost or {})
+
+
+def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
+    """Compile ``f`` for these arguments and report what the compiled program does.
+
+    Args:
+        f: a function, or a ``jax.jit`` object (use one to pass ``static_argnums``,
+            ``donate_argnums``, ``in_shardings``...). A plain function is wrapped in
+            ``jax.jit``.
+        *args, **kwargs: example arguments: arrays (their shardings are used) or
+            ``jax.ShapeDtypeStruct`` s (give them ``sharding=`` for a sharded program).
+
+    Returns:
+        A :class:`ProgramReport`. Shapes and bytes are per device, as the partitioned
+        program holds them.
+
+    Raises:
+        TypeError: ``f`` is not callable.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> step = jax.jit(lambda x: x + 1.0, donate_argnums=0)
+        >>> analyze(step, jnp.zeros(1024)).alias_bytes   # the output reuses x's buffer
+        4096
+    """
+    if not callable(f):
+        raise TypeError(f"analyze: f must be a function or a jax.jit object, got {type(f).__name__}.")
+    import jax
+
+    jitted = f if hasattr(f, "lower") else jax.jit(f)
+    compiled = jitted.lower(*args, **kwargs).compile()
+    hlo = compiled.as_text()
+    computations, by_name = _parse(hlo)
+
+    # The -done half of an async collective holds its result; map start -> done.
+    done_of = {
+        ins.operands[0]: ins
+        for ins in by_name.values()
+        if ins.op.endswith("-done") and ins.operands
+    }
+    # Computations that run once per loop iteration: while bodies, and what they call.
+    looped: set[str] = set()
+    todo = [
+        m for ins in by_name.values() if ins.op == "while"
+        for m in re.findall(r"(?:body|condition)=%([\w.\-]+)", ins.attrs)
+    ]
+    while todo:
+        name = todo.pop()
+        if name in looped or name not in computations:
+            continue
+        looped.add(name)
+        for ins in computations[name]:
+            todo += re.findall(r"(?:calls|to_apply|body|condition)=%([\w.\-]+)", ins.attrs)
+            todo += re.findall(r"%([\w.\-]+)", "".join(re.findall(r"branch_computations=\{([^}]*)\}", ins.attrs)))
+
+    collectives = []
+    for name, instructions in computations.items():
+        for ins in instructions:
+            kind = ins.op.removesuffix("-start")
+            if kind not in COLLECTIVES:
+                continue
+            operands = [by_name[o] for o in ins.operands if o in by_name]
+            arrays = [a for o in operands for a in _arrays(o.shape)]
+            result = done_of[ins.name].shape if ins.op.endswith("-start") and ins.name in done_of else ins.shape
+            collectives.append(
+                Collective(
+                    kind=kind,
+                    shapes=tuple(dims for _, dims in arrays),
+                    dtypes=tuple(dt for dt, _ in arrays),
+                    operand_bytes=_nbytes(arrays),
+                    result_bytes=_nbytes(_arrays(result)),
+                    group_size=_group_size(ins.attrs),
+                    name=ins.name,
+                    in_loop=name in looped,
+                )
+            )
+
+    fusions = []
+    for instructions in computations.values():
+        for ins in instructions:
+            if ins.op != "fusion":
+                continue
+            called = re.search(r"calls=%([\w.\-]+)", ins.attrs)
+            kind = re.search(r"kind=(\w+)", ins.attrs)
+            body = computations.get(called.group(1), []) if called else []
+            constants = {i.name for i in body if i.op == "constant"}
+            ops = tuple(
+                i.op
+                for i in body
+                if i.op not in _NOT_WORK
+                # a scalar constant broadcast to a shape is no work of its own
+                and not (i.op == "broadcast" and set(i.operands) <= constants)
+            )
+            fusions.append(Fusion(ins.name, kind.group(1) if kind else "?", ops))
+
+    cost = _cost(compiled)
+    try:
+        memory = compiled.memory_analysis()
+    except Exception:
+        memory = None
+
+    def mem(field: str) -> int:
+        return int(getattr(memory, field, 0) or 0)
+
+    return ProgramReport(
+        collectives=tuple(collectives),
+        fusions=tuple(fusions),
+        flops=cost.get("flops"),
+        bytes_accessed=cost.get("bytes accessed"),
+        argument_bytes=mem("argument_size_in_bytes"),
+        output_bytes=mem("output_size_in_bytes"),
+        temp_bytes=mem("temp_size_in_bytes"),
+        alias_bytes=mem("alias_size_in_bytes"),
+        hlo=hlo,
+    )
