@@ -65,7 +65,7 @@ def test_training(book):
     assert "parameters: spec P(), fully replicated: True, one (2, 64) copy on each of 8 devices" in text
     assert "batch: spec P('x',), fully replicated: False, shards of (16, 2) on 8 devices" in text
     # One all-reduce of all gradients (4 bytes per parameter) and the 4-byte loss.
-    assert re.search(r"all-reduce +f32\[64\], f32\[64,2\], f32\[64\], f32\[64,64\], f32\[3\], f32\[3,64\], f32\[\]", text)
+    assert "all-reduce f32[64], f32[64,2], f32[64], f32[64,64], f32[3], f32[3,64], f32[] 17.8 KiB 8" in text
     assert g["allreduce_bytes"] == f"{4 * n_params + 4:,}"
     assert f"the all-reduce moves {4 * n_params + 4:,}" in text
     # Three methods, each compared with one device, agreement asserted.
@@ -94,3 +94,10 @@ def test_training(book):
     # Figures: data, curves, two boundaries (one figure), NNX boundary, data-parallel losses.
     assert len(images(book, "training")) >= 5
     assert "Further reading" in text
+
+
+def test_training_shard_map_communicates_like_jit(book):
+    text = page_text(book, "training")
+    n_params = 2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3
+    assert f"{4 * n_params + 4:,} bytes per device, the same as the jit step's" in text
+    assert len(re.findall(r"all-reduce f32\[", text)) == 2

@@ -79,7 +79,8 @@ def spirals(key, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, nois
 
     Returns ``(x, y)`` as NumPy arrays: ``x`` float32 of shape ``(n_samples, 2)`` and
     ``y`` int32 labels in ``[0, n_classes)``, in random order. The same key gives the
-    same points on every machine.
+    same points (on a given JAX version: JAX does not promise the same random bits
+    across releases).
     """
     import jax
     import numpy as np
@@ -126,7 +127,8 @@ def noisy_spirals(
     defaults add the first two defects and keep the units.
 
     Args:
-        key: a JAX random key; the same key gives the same set on every machine.
+        key: a JAX random key; the same key gives the same set (on a given JAX
+            version).
         n_samples: number of examples (``>= n_classes``).
         n_classes: number of spiral arms (``>= 2``).
         label_noise: probability that an example's label is replaced by a different
