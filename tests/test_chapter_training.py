@@ -12,35 +12,103 @@ from bookcheck import VERDICT, glued, images, page_text
 pytestmark = pytest.mark.book
 
 
+def pct(value: str) -> float:
+    return float(value.rstrip("%")) / 100
+
+
 def test_training(book):
     g = glued(book, "training")
     text = page_text(book, "training")
+    n_params = 2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3
     # Training converged: the glued accuracies are above the bar and appear in the prose.
-    for key, bar in (("acc_adamw", 0.95), ("acc_nnx", 0.95), ("acc_sgd", 0.85)):
-        value = float(g[key].rstrip("%")) / 100
-        assert value > bar, (key, g[key])
+    for key, bar in (("acc_adamw", 0.95), ("acc_nnx", 0.95), ("acc_sgd", 0.6)):
+        assert pct(g[key]) > bar, (key, g[key])
         assert g[key] in text
-    assert g["n_params"] == f"{2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3:,}"
+    assert g["n_params"] == f"{n_params:,}"
+    # SGD and AdamW are compared at the same number of steps, both printed.
+    assert g["steps_cmp"] == "1,500"
+    m = re.search(r"after 1500 steps each: test accuracy SGD (\d\.\d+), AdamW (\d\.\d+); test loss SGD (\d\.\d+), AdamW (\d\.\d+)", text)
+    assert m, "equal-step comparison line missing"
+    assert f"{float(m[1]):.1%}" == g["acc_sgd"] and f"{float(m[2]):.1%}" == g["acc_adamw"]
+    assert (m[3], m[4]) == (g["loss_sgd"], g["loss_adamw"])
+    lower = "AdamW's is lower" if float(m[4]) < float(m[3]) else "SGD's is lower"
+    assert g["loss_verdict"] == lower and lower in text
+    assert "test accuracy after 1500 SGD steps" in text
     # Progress lines were printed while training ran.
     assert len(re.findall(r"step +\d+/1500 +loss \d\.\d+ +test accuracy \d\.\d+ +test loss", text)) == 5
     # NNX modes: dropout random in train mode, fixed in eval; BatchNorm statistics.
     assert "train mode, two calls: False" in text and "eval mode, two calls: True" in text
     assert "running mean unchanged by an eval call: True" in text
     assert "running mean moved by a train call: True" in text
-    # Data parallel: three methods, each compared with one device, agreement asserted.
+    # The NNX model went through orbax and came back equal.
+    assert "saved: nnx-model/600" in text
+    assert "abstract first kernel: a Param holding ShapeDtypeStruct(shape=(2, 64), dtype=float32)" in text
+    assert re.search(r"restored step 600: all \d+ state arrays equal, eval outputs identical", text)
+    # Dropout and BatchNorm make a measured difference on the harder data, and the
+    # glued numbers are the table's.
+    assert "wrong training labels: " in text
+    rows = dict(re.findall(r"(dropout 0\.[03]) +\d\.\d+ +(\d\.\d+)", text))
+    assert f"{float(rows['dropout 0.0']):.1%}" == g["drop_off"]
+    assert f"{float(rows['dropout 0.3']):.1%}" == g["drop_on"]
+    assert pct(g["drop_on"]) - pct(g["drop_off"]) >= 0.03, (g["drop_off"], g["drop_on"])
+    assert pct(g["drop_on_train"]) < pct(g["drop_off_train"])    # memorised less
+    assert pct(g["drop_off_train"]) > 0.85          # fits more than the 80% right labels
+    bn = dict(re.findall(r"((?:no )?BatchNorm) +\d\.\d+ +(\d\.\d+)", text))
+    assert f"{float(bn['no BatchNorm']):.1%}" == g["bn_off"]
+    assert f"{float(bn['BatchNorm']):.1%}" == g["bn_on"]
+    assert pct(g["bn_on"]) - pct(g["bn_off"]) >= 0.1, (g["bn_off"], g["bn_on"])
+    for key in ("drop_off", "drop_on", "bn_off", "bn_on", "raw_mean", "raw_std"):
+        assert g[key] in text
+    assert 35 <= float(g["raw_mean"]) <= 45
+    # Data parallel: shardings read from the arrays, not typed.
+    assert "(replicated)" not in text
+    assert "parameters: spec P(), fully replicated: True, one (2, 64) copy on each of 8 devices" in text
+    assert "batch: spec P('x',), fully replicated: False, shards of (16, 2) on 8 devices" in text
+    # One all-reduce of all gradients (4 bytes per parameter) and the 4-byte loss.
+    assert "all-reduce f32[64], f32[64,2], f32[64], f32[64,64], f32[3], f32[3,64], f32[] 17.8 KiB 8" in text
+    assert g["allreduce_bytes"] == f"{4 * n_params + 4:,}"
+    assert f"the all-reduce moves {4 * n_params + 4:,}" in text
+    # Three methods, each compared with one device, agreement asserted.
     diffs = re.findall(r"(pmap \+ pmean|jit \+ sharded batch|shard_map \+ psum) +largest difference to one device over 200 steps: (\S+)", text)
     assert [d[0] for d in diffs] == ["pmap + pmean", "jit + sharded batch", "shard_map + psum"], diffs
     assert all(float(d[1]) <= 1e-4 for d in diffs)
     assert "all three agree with single-device training within 0.0001" in text
     assert "8.0 times too large" in text                    # the pmean trap under shard_map
-    rates = dict(re.findall(r"(one device|pmap \+ pmean|jit \+ sharded batch|shard_map \+ psum) +(\d+) steps/s", text))
-    assert len(rates) == 4 and all(int(v) > 0 for v in rates.values()), rates
-    assert re.fullmatch(VERDICT, g["dp_vs_single"]) and g["dp_vs_single"] in text
+    names = r"one device|pmap, state on 1 device|pmap, state replicated|jit \+ sharded batch|shard_map \+ psum"
+    rates = dict(re.findall(rf"({names}) +(\d+) steps/s", text))
+    assert len(rates) == 5 and all(int(v) > 0 for v in rates.values()), rates
+    for key in ("dp_vs_single", "pmap_placed"):
+        assert re.fullmatch(VERDICT, g[key]) and g[key] in text
+    # The pmap slowdown's cause is shown: its input is on one device, its output on 8.
+    assert "pmap's input: on 1 device, SingleDeviceSharding" in text
+    assert "pmap's output: on 8 devices, spec P(), fully replicated: True" in text
     # Checkpoint: restored, continued, identical; the bad inputs raised what the prose says.
+    assert "saved: spirals/300" in text
     assert "resumed at step 300: after step 600 the parameters are bit-for-bit equal: True" in text
     assert "a batch of 100 examples does not divide across 8 devices" in text
     assert "the data has 2 features" in text and "expects 3" in text
-    assert "CheckpointError" in text and "holds something other than checkpoints (results.csv)" in text
+    assert "CheckpointError" in text and "save_checkpoint: notes holds something other than checkpoints (results.csv)" in text
     assert "['results.csv'] 'step,loss\\n'" in text
+    # Hermetic: no temporary path printed.
+    assert "/tmp" not in text and "jaxguide-training" not in text
     # Figures: data, curves, two boundaries (one figure), NNX boundary, data-parallel losses.
     assert len(images(book, "training")) >= 5
+    assert "Further reading" in text
+
+
+def test_training_shard_map_communicates_like_jit(book):
+    text = page_text(book, "training")
+    n_params = 2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3
+    assert f"{4 * n_params + 4:,} bytes per device, the same as the jit step's" in text
+    assert len(re.findall(r"all-reduce f32\[", text)) == 2
+
+
+def test_training_nnx_state_holds_more_than_parameters(book):
+    text = page_text(book, "training")
+    # 2 hidden Linear (kernel, bias) + output Linear = 6 Params; 2 BatchNorms add
+    # scale and bias (Params) and mean and var (BatchStats); dropout's stream adds
+    # its key and counter.
+    m = re.search(r"variables by kind: ([A-Za-z0-9 ,]+?) saved:", text)
+    assert m, "variable count missing"
+    kinds = dict((k, int(n)) for k, n in re.findall(r"(\w+) (\d+)", m[1]))
+    assert kinds == {"Param": 10, "BatchStat": 4, "RngCount": 1, "RngKey": 1}, kinds

@@ -49,3 +49,41 @@ def test_feature_mismatch_names_both_sizes():
 def test_bad_sizes_raise_value_errors(call):
     with pytest.raises(ValueError, match="got"):
         call()
+
+
+def test_noisy_spirals_adds_exactly_the_defects_it_names():
+    key = jax.random.key(5)
+    x, y, y_true = data.noisy_spirals(key, 4000, label_noise=0.2, n_distractors=3)
+    again = data.noisy_spirals(key, 4000, label_noise=0.2, n_distractors=3)
+    for a, b in zip((x, y, y_true), again):
+        np.testing.assert_array_equal(a, b)                   # deterministic from the key
+    assert x.shape == (4000, 5) and x.dtype == np.float32
+    assert y.dtype == np.int32 and y_true.dtype == np.int32
+    # The true labels and the first two features are the spirals of the first subkey.
+    arms, labels = data.spirals(jax.random.split(key, 4)[0], 4000)
+    np.testing.assert_array_equal(y_true, labels)
+    np.testing.assert_allclose(x[:, :2], arms, rtol=1e-6)
+    # About 20% of the labels are wrong, and a wrong label is another class.
+    wrong = y != y_true
+    assert 0.18 < wrong.mean() < 0.22
+    assert set(np.unique(y).tolist()) == {0, 1, 2}
+    # Distractors: centred noise of standard deviation 0.3, unrelated to the class.
+    np.testing.assert_allclose(x[:, 2:].std(axis=0), 0.3, rtol=0.06)
+    for c in range(3):
+        assert np.all(np.abs(x[y_true == c, 2:].mean(axis=0)) < 0.05)
+    # Raw units: every feature is x * scale + offset.
+    xr, yr, yr_true = data.noisy_spirals(key, 4000, label_noise=0.0, n_distractors=0, offset=40.0, scale=10.0)
+    np.testing.assert_allclose(xr, arms * 10 + 40, rtol=1e-5)
+    np.testing.assert_array_equal(yr, yr_true)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"label_noise": 1.0}, "label_noise"),
+    ({"label_noise": -0.1}, "label_noise"),
+    ({"n_distractors": -1}, "n_distractors"),
+    ({"scale": 0.0}, "scale"),
+    ({"n_classes": 1}, "n_classes"),
+])
+def test_noisy_spirals_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        data.noisy_spirals(jax.random.key(0), 100, **kwargs)

@@ -287,3 +287,46 @@ def test_data_parallel_fit_matches_one_device():
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "DATA-PARALLEL OK" in result.stdout
+
+
+def test_checkpoint_messages_name_the_directory_as_given(tmp_path, monkeypatch):
+    # A relative name stays relative in the message, so outputs do not depend on the
+    # folder a program runs in.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.csv").write_text("x")
+    with pytest.raises(train.CheckpointError, match=r"^save_checkpoint: notes holds") as info:
+        train.save_checkpoint("notes", 0, _state())
+    assert str(tmp_path) not in str(info.value)
+    with pytest.raises(FileNotFoundError, match=r"no checkpoints in missing\.$"):
+        train.restore_checkpoint("missing", _state())
+
+
+def test_nnx_state_round_trips_through_a_checkpoint(tmp_path):
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 4, rngs=rngs)
+            self.norm = nnx.BatchNorm(4, rngs=rngs)
+            self.dropout = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.dropout(self.norm(self.linear(x)))
+
+    model = Net(nnx.Rngs(params=0, dropout=1))
+    model(jnp.ones((3, 2)))                      # moves the statistics and the key
+    _, state = nnx.split(model)
+    train.save_checkpoint(tmp_path, 5, state)
+    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: Net(nnx.Rngs(params=7, dropout=8))))
+    restored, step = train.restore_checkpoint(tmp_path, abstract)
+    clone = nnx.merge(graphdef, restored)
+    assert step == 5
+
+    def data(a):
+        return jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+
+    for a, b in zip(jax.tree.leaves(nnx.state(model)), jax.tree.leaves(nnx.state(clone))):
+        np.testing.assert_array_equal(data(a), data(b))
+    model.eval(), clone.eval()
+    np.testing.assert_array_equal(model(jnp.ones((2, 2))), clone(jnp.ones((2, 2))))

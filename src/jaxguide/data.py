@@ -12,6 +12,9 @@ Example:
     >>> bx, by = data.batch_at((x, y), step=0, batch_size=32, seed=0)
     >>> bx.shape, by.shape
     ((32, 2), (32,))
+    >>> xn, yn, yn_true = data.noisy_spirals(jax.random.key(0), 300)
+    >>> xn.shape, bool((yn != yn_true).any())
+    ((300, 5), True)
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from __future__ import annotations
 import functools
 import numbers
 
-__all__ = ["linear_regression", "logistic_regression", "spirals", "train_test_split", "batch_at"]
+__all__ = [
+    "linear_regression",
+    "logistic_regression",
+    "spirals",
+    "noisy_spirals",
+    "train_test_split",
+    "batch_at",
+]
 
 
 def _positive_int(name: str, value) -> int:
@@ -69,7 +79,8 @@ def spirals(key, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, nois
 
     Returns ``(x, y)`` as NumPy arrays: ``x`` float32 of shape ``(n_samples, 2)`` and
     ``y`` int32 labels in ``[0, n_classes)``, in random order. The same key gives the
-    same points on every machine.
+    same points (on a given JAX version: JAX does not promise the same random bits
+    across releases).
     """
     import jax
     import numpy as np
@@ -89,6 +100,83 @@ def spirals(key, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, nois
     x = np.stack([r * np.sin(angle), r * np.cos(angle)], axis=1).astype(np.float32)
     order = np.asarray(jax.random.permutation(kp, n))
     return x[order], y[order]
+
+
+def noisy_spirals(
+    key,
+    n_samples: int,
+    n_classes: int = 3,
+    *,
+    label_noise: float = 0.2,
+    n_distractors: int = 3,
+    offset: float = 0.0,
+    scale: float = 1.0,
+    turns: float = 1.0,
+    noise: float = 0.2,
+):
+    """The spirals with three defects of real data: wrong labels, useless features, raw units.
+
+    The points of :func:`spirals` (drawn from a subkey of ``key``, with ``n_classes``,
+    ``turns``, ``noise``) get ``n_distractors`` extra features of pure noise (normal,
+    standard deviation 0.3, unrelated to the class); a fraction ``label_noise`` of the
+    labels, drawn at random, is replaced by another class; and every feature can be
+    put in "raw units", ``x * scale + offset`` (e.g. ``offset=40, scale=10``), so that
+    no feature is centred or of unit size. A network can memorise the wrong labels
+    through the noise features, which regularisation (dropout) counters; uncentred
+    features slow plain training, which normalisation (BatchNorm) undoes. The
+    defaults add the first two defects and keep the units.
+
+    Args:
+        key: a JAX random key; the same key gives the same set (on a given JAX
+            version).
+        n_samples: number of examples (``>= n_classes``).
+        n_classes: number of spiral arms (``>= 2``).
+        label_noise: probability that an example's label is replaced by a different
+            class, in ``[0, 1)``.
+        n_distractors: number of noise features added to the two informative ones.
+        offset, scale: the raw-units transform applied to every feature
+            (``scale > 0``).
+        turns, noise: as in :func:`spirals`.
+
+    Returns:
+        ``(x, y, y_true)`` as NumPy arrays: ``x`` float32 of shape
+        ``(n_samples, 2 + n_distractors)`` (the two spiral coordinates first), ``y``
+        the int32 labels to train on (some wrong), ``y_true`` the int32 arm each
+        point was drawn from (to measure what the model really learned).
+
+    Raises:
+        ValueError: a count that is not a positive int, ``label_noise`` outside
+            ``[0, 1)``, a negative ``n_distractors`` or a ``scale`` that is not > 0.
+
+    Example:
+        >>> import jax
+        >>> x, y, y_true = noisy_spirals(jax.random.key(0), 1000, label_noise=0.1)
+        >>> x.shape, round(float((y != y_true).mean()), 2)
+        ((1000, 5), 0.1)
+    """
+    import jax
+    import numpy as np
+
+    n = _positive_int("noisy_spirals(n_samples=...)", n_samples)
+    k = _positive_int("noisy_spirals(n_classes=...)", n_classes)
+    if not isinstance(label_noise, numbers.Real) or not 0 <= label_noise < 1:
+        raise ValueError(
+            f"noisy_spirals(label_noise=...): expected a probability in [0, 1), got {label_noise!r}."
+        )
+    if isinstance(n_distractors, bool) or not isinstance(n_distractors, numbers.Integral) or n_distractors < 0:
+        raise ValueError(f"noisy_spirals(n_distractors=...): expected an int >= 0, got {n_distractors!r}.")
+    if not isinstance(scale, numbers.Real) or scale <= 0:
+        raise ValueError(f"noisy_spirals(scale=...): expected a number > 0, got {scale!r}.")
+    if not isinstance(offset, numbers.Real):
+        raise ValueError(f"noisy_spirals(offset=...): expected a number, got {offset!r}.")
+    k_arms, k_extra, k_flip, k_other = jax.random.split(key, 4)
+    arms, y_true = spirals(k_arms, n, n_classes=k, turns=turns, noise=noise)
+    extra = 0.3 * np.asarray(jax.random.normal(k_extra, (n, int(n_distractors))))
+    x = (np.concatenate([arms, extra], axis=1) * scale + offset).astype(np.float32)
+    flip = np.asarray(jax.random.bernoulli(k_flip, label_noise, (n,)))
+    other = (y_true + np.asarray(jax.random.randint(k_other, (n,), 1, k))) % k
+    y = np.where(flip, other, y_true).astype(np.int32)
+    return x, y, y_true
 
 
 def train_test_split(x, y, *, test_fraction: float = 0.25, seed: int = 0):

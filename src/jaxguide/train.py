@@ -269,14 +269,17 @@ def _checkpoint_dir(directory, where: str) -> Path:
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"{where}: directory must be a path, got {type(directory).__name__}.")
     path = Path(directory).absolute()
+    # Messages name the directory as the caller wrote it (a relative name stays
+    # relative), so they do not depend on where the program runs.
+    shown = os.fspath(directory)
     if path.exists() and not path.is_dir():
-        raise CheckpointError(f"{where}: {path} is a file, not a directory; nothing was written.")
+        raise CheckpointError(f"{where}: {shown} is a file, not a directory; nothing was written.")
     if path.is_dir():
         foreign = sorted(p.name for p in path.iterdir() if not (p.is_dir() and p.name.isdigit()))
         if foreign:
-            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            names = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise CheckpointError(
-                f"{where}: {path} holds something other than checkpoints ({shown}); "
+                f"{where}: {shown} holds something other than checkpoints ({names}); "
                 "choose a new or empty directory. Nothing was written or removed."
             )
     return path
@@ -301,7 +304,7 @@ def save_checkpoint(directory, step: int, state) -> Path:
     path = _checkpoint_dir(directory, "save_checkpoint")
     if step in checkpoint_steps(path):
         raise CheckpointError(
-            f"save_checkpoint: step {step} is already saved in {path}; "
+            f"save_checkpoint: step {step} is already saved in {os.fspath(directory)}; "
             "save under a new step or directory. Nothing was overwritten."
         )
     with ocp.CheckpointManager(path) as manager:
@@ -322,11 +325,13 @@ def restore_checkpoint(directory, like, *, step: int | None = None):
     path = _checkpoint_dir(directory, "restore_checkpoint")
     saved = checkpoint_steps(path)
     if not saved:
-        raise FileNotFoundError(f"restore_checkpoint: no checkpoints in {path}.")
+        raise FileNotFoundError(f"restore_checkpoint: no checkpoints in {os.fspath(directory)}.")
     if step is None:
         step = saved[-1]
     elif step not in saved:
-        raise FileNotFoundError(f"restore_checkpoint: step {step!r} is not in {path}; saved steps: {saved}.")
+        raise FileNotFoundError(
+            f"restore_checkpoint: step {step!r} is not in {os.fspath(directory)}; saved steps: {saved}."
+        )
     abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)), like)
     with ocp.CheckpointManager(path) as manager:
         state = manager.restore(step, args=ocp.args.StandardRestore(abstract))
