@@ -83,8 +83,8 @@ def test_pmap_timings_glued(book):
 def test_pmap_shard_map_rewrite(book):
     text = page_text(book, "pmap")
     g = glued(book, "pmap")
-    assert "pmap (8, 8, 3) (8, 3) {'all-reduce': 1}" in text
-    assert "shard_map (64, 3) (3,) {'all-reduce': 1}" in text
+    assert "pmap (8, 8, 3) (8, 3) 1 × all-reduce" in text
+    assert "shard_map (64, 3) (3,) 1 × all-reduce" in text
     # The word-for-word port is off by the device count, and the page shows why.
     assert g["pmap_literal_ratio"] == 8
     assert "literal / full-batch gradient: [8. 8. 8.]" in text
