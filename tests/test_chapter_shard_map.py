@@ -78,3 +78,5 @@ def test_shard_map_primitives(book):
     }
     for name, (kind, inb, outb) in rows.items():
         assert re.search(rf"{name} +{kind} +{inb} B +{outb} B", text), name
+    g = glued(book, "shard_map")
+    assert (g["prim_in"], g["prim_gather"], g["prim_scatter"]) == (8 * 4, 64 * 4, 4)
