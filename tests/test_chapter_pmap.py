@@ -29,6 +29,10 @@ def test_pmap_rows_and_errors(book):
     assert "a batch of 10 examples does not divide across 8 devices" in text
     assert "a jax.Array: True" in text and "ArrayImpl" not in text
     assert "CPU 0" in text  # visualize_array_sharding's text
+    assert "8 cpu devices, ids [0, 1, 2, 3, 4, 5, 6, 7]" in text
+    assert "CpuDevice(" not in text  # no raw device reprs
+    # Nested pmap: today's error, shown rather than claimed.
+    assert "should match the mesh passed to shard_map" in text
 
 
 def test_pmap_collectives(book):
@@ -79,9 +83,12 @@ def test_pmap_timings_glued(book):
 def test_pmap_shard_map_rewrite(book):
     text = page_text(book, "pmap")
     g = glued(book, "pmap")
-    assert "pmap (8, 8, 3) (8, 3) {'all-reduce': 1}" in text
-    assert "shard_map (64, 3) (3,) {'all-reduce': 1}" in text
+    assert "pmap (8, 8, 3) (8, 3) 1 × all-reduce" in text
+    assert "shard_map (64, 3) (3,) 1 × all-reduce" in text
     # The word-for-word port is off by the device count, and the page shows why.
     assert g["pmap_literal_ratio"] == 8
     assert "literal / full-batch gradient: [8. 8. 8.]" in text
     assert "float32[8,3]{V:devices}" in text
+    # The literal port's program: the two gradient sums and the pmean, packed in three.
+    literal = between(text, "literal / full-batch gradient", "times too large")
+    assert literal.count("all-reduce") == 3, literal

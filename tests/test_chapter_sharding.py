@@ -27,6 +27,7 @@ def test_sharding_layouts(book):
     assert "fully replicated: True" in text
     assert "device 0: rows 0:2, columns 0:4, shape (2, 4)" in text
     assert "rows 0:4, columns 0:12 on devices (0, 2, 4, 6)" in text
+    assert "CpuDevice(" not in text  # device ids, not raw reprs
 
 
 def test_sharding_collectives(book):
@@ -44,6 +45,22 @@ def test_sharding_collectives(book):
     # cos on 2048x2048 float32: read + write; one eighth per device when sharded.
     assert re.search(r"1 device A\[I, J\] \(one device\) bytes accessed per device: 32\.0 MiB, collectives: 0", text)
     assert re.search(r"8 devices A\[I_x, J_y\] bytes accessed per device: 4\.0 MiB, collectives: 0", text)
+
+
+def test_sharding_matmul_cases(book):
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    # J whole on both: nothing; J split on both: all-reduce of the 8x8 partial sums
+    # over x; J split on B only: all-gather of B's 2x8 row blocks over x.
+    assert "A[I_x, J] @ B[J, K_y] -> C[I_x, K_y] nothing sent" in text
+    assert "A[I, J_x] @ B[J_x, K] -> C[I, K] all-reduce of f32[8,8] (256 B per device) over 4 devices" in text
+    assert "A[I_x, J] @ B[J_x, K] -> C[I_x, K] all-gather of f32[2,8] (64 B per device) over 4 devices" in text
+    assert (g["mm_ar_bytes"], g["mm_ag_bytes"]) == (8 * 8 * 4, 2 * 8 * 4)
+    # Explicit out_sharding: the price of C[I_x, K] (gather eb.T's blocks along x,
+    # reduce the y halves along y).
+    assert "all-gather f32[4,2] 32 B 4" in text and "all-reduce f32[2,8] 64 B 2" in text
+    # The Gram exercise checks the predicted collective.
+    assert "all-reduce of f32[8,8]: 256 B, groups of 4" in text
 
 
 def test_sharding_explicit_and_memory(book):
