@@ -115,6 +115,12 @@ def test_replacements_run_and_agree(book):
     # Both ways of asking for CPU devices gave 4 in a fresh process.
     assert "XLA_FLAGS before start: device count 4" in text and "jax_num_cpu_devices config: device count 4" in text
     assert "XLA_FLAGS after start: device count 1" in text        # ignored without a word
+    assert "its warnings (stderr): none" in text
+    assert "key + 1: TypeError: add does not accept dtypes key<fry>" in text
+    # Formatted shardings, not raw reprs.
+    assert "device 5 holds [[10.0, 11.0]]" in text and "memory_kind=" not in text
+    # pmean became a psum followed by a division, inside a jit.
+    assert re.search(r"= div \w+ 8", text) and re.search(r"= (p?jit)\[", text)
     # pmap's jaxpr: a shard_map whose per-device block [1,4] is squeezed, pmean as psum.
     assert re.search(r"jaxpr=\{ lambda ; \w+:f32\[1,4\]\. let", text) and "squeeze[dimensions=(0,)]" in text
     # make_mesh now defaults to Explicit; Mesh(create_device_mesh) is Auto.

@@ -42,6 +42,9 @@ def test_multiprocess(book):
     for rank in range(4):
         assert f"Rank {rank} is connected to 7 peer ranks" in text
     assert "Rank 4 is connected" not in text       # process 1's ranks are not in process 0's log
+    # process_allgather's groups of two (one device per process): process 0's is rank 0.
+    assert "Rank 0 is connected to 1 peer ranks" in text
+    assert "Rank 1 is connected to 1 peer" not in text
     # The compiled sum's collectives, from both processes: one 4-byte all-reduce over 8 devices.
     assert len(re.findall(r"collective operands \(per device\) bytes group all-reduce f32\[\] 4 B 8 ", text)) >= 2
     # The compiled training step: one all-reduce of the gradients plus the loss.
