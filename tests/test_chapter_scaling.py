@@ -86,7 +86,8 @@ def test_scaling(book):
 
     # Checkpoint across meshes: every array equal, resumed losses agree.
     assert re.search(r"all \d+ arrays equal after the restore", text)
-    assert "W_up[I_data, J_model] (4, 2)" in text
+    assert "saved: W_up[I_data, J_model] on a 2 x 4 mesh" in text
+    assert "restored: W_up[I_data, J_model] on a 4 x 2 mesh" in text
     assert float(g["resume_gap"]) <= 1e-4
 
     # Sampling printed text that starts with the prompt.
