@@ -67,6 +67,10 @@ def test_scaling(book):
     assert _kib(rows["FSDP + TP"][0]) < _kib(rows["tensor parallel"][0]) < single_kib
     assert all("all-reduce" in rows[n][3] for n in STRATEGIES)
     assert "all-gather" in rows["FSDP"][3]
+    # Megatron: 8 all-reduces of activations over `model`, 1 of gradients over `data`.
+    assert rows["tensor parallel"][3] == "9 all-reduce"
+    assert len(re.findall(r"all-reduce +1 operand\(s\) +64 KiB +over 4 devices: 8x32x64", text)) == 6
+    assert len(re.findall(r"all-reduce +3 operand\(s\) +192 KiB +over 4 devices: 8x32x64", text)) == 2
     flops = {n: float(r[2]) for n, r in rows.items()}
     assert all(flops[n] < flops["single device"] / 3 for n in STRATEGIES), flops
 
@@ -84,7 +88,15 @@ def test_scaling(book):
 
     # Remat: less temporary memory, more FLOPs.
     assert g["flops_more"].endswith("%") and int(g["flops_more"].rstrip("%")) > 0
-    assert _kib(g["temp_after"]) < _kib(g["temp_before"])
+    # What JAX saves for the backward pass shrinks; the compiler's temporary
+    # memory is reported as it is (the prose glues the verdict).
+    assert _kib(g["res_after"]) < _kib(g["res_before"]) / 2
+    before, after = _kib(g["temp_before"]), _kib(g["temp_after"])
+    verdict = g["remat_verdict"]
+    if verdict == "stays the same size":
+        assert abs(after / before - 1) <= 0.005
+    else:
+        assert verdict.startswith("shrinks by" if after < before else "grows by")
 
     # Checkpoint across meshes: every array equal, resumed losses agree.
     assert re.search(r"all \d+ arrays equal after the restore", text)
