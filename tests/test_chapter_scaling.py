@@ -1,0 +1,120 @@
+"""The scaling chapter: every strategy matches one device, the communication the
+compiler emitted agrees with a hand calculation, and the glued numbers agree with the
+tables they summarise."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bookcheck import glued, images, page_text
+
+pytestmark = pytest.mark.book
+
+STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "FSDP + TP")
+
+
+def _table(text: str) -> dict[str, list[str]]:
+    """The cost table's rows: strategy -> [state bytes, comm bytes, GFLOP, kinds].
+    (The page text has its whitespace collapsed to single spaces.)"""
+    rows = {}
+    for name in ("single device", *STRATEGIES):
+        m = re.search(
+            re.escape(name)
+            + r" ([\d.]+ [KMG]?i?B) ([\d.]+ [KMG]?i?B) ([\d.]+) "
+            + r"(none|\d+ [a-z-]+(?:, \d+ [a-z-]+)*)",
+            text,
+        )
+        assert m, f"no cost-table row for {name}"
+        rows[name] = list(m.groups())
+    return rows
+
+
+def _kib(s: str) -> float:
+    value, unit = s.split()
+    return float(value) * {"B": 1 / 1024, "KiB": 1, "MiB": 1024, "GiB": 2**20}[unit]
+
+
+def test_scaling(book):
+    g = glued(book, "scaling")
+    text = page_text(book, "scaling")
+    n_params = int(g["n_params"].replace(",", ""))
+
+    # Equality with the reference: each strategy's line, within the stated tolerance,
+    # and the assertion's message printed.
+    diffs = dict(
+        re.findall(
+            r"(data parallel|FSDP|tensor parallel|FSDP \+ TP) +\d\.\d{4} +(\S+e-?\d+)",
+            text,
+        )
+    )
+    assert set(diffs) == set(STRATEGIES), diffs
+    assert all(float(v) <= 1e-4 for v in diffs.values()), diffs
+    assert "every strategy matches one device within 0.0001" in text
+    assert float(g["worst_diff"]) <= 1e-4 and float(g["explicit_diff"]) <= 1e-4
+
+    # Data parallel: exactly one all-reduce, of 4 bytes per parameter (hand calculation).
+    hand = 4 * n_params + 4  # every gradient in float32, and the loss
+    assert g["dp_bytes"] == f"{hand:,}"
+    assert f"data parallel: {{'all-reduce': 1}}; operand {hand:,} B" in text
+
+    # The cost table: one device communicates nothing; data parallel stores what one
+    # device stores; FSDP stores an eighth (up to Adam's replicated step count);
+    # tensor parallel splits the matrices; FLOPs per device fall with sharding.
+    rows = _table(text)
+    assert rows["single device"][3] == "none" and rows["single device"][1] == "0 B"
+    assert rows["data parallel"][0] == rows["single device"][0]
+    single_kib = _kib(rows["single device"][0])
+    assert _kib(rows["FSDP"][0]) == pytest.approx(single_kib / 8, rel=0.01)
+    assert _kib(rows["FSDP + TP"][0]) < _kib(rows["tensor parallel"][0]) < single_kib
+    assert all("all-reduce" in rows[n][3] for n in STRATEGIES)
+    assert "all-gather" in rows["FSDP"][3]
+    # FSDP: one all-gather per weight over 8 devices; gradients in one all-reduce.
+    assert re.search(r"\d+ x all-gather over 8 devices", text)
+    assert "1 x all-reduce over 8 devices" in text
+    # Tensor parallel, as this compiler chose it (the prose says so): weights
+    # gathered from their quarters, gradients all-reduced.
+    assert "all-gather" in rows["tensor parallel"][3]
+    assert "all-reduce" in rows["tensor parallel"][3]
+    n_gathers = int(re.search(r"(\d+) all-gather", rows["tensor parallel"][3]).group(1))
+    assert f"{n_gathers} all-gathers, each a weight rebuilt from 4 quarters" in text
+    flops = {n: float(r[2]) for n, r in rows.items()}
+    assert all(flops[n] < flops["single device"] / 3 for n in STRATEGIES), flops
+
+    # Explicit mode: the types were printed while tracing; the error really happened.
+    assert "W_up float32[64@(data,model),256]" in text
+    assert "ShardingTypeError" in text
+    # ...and the gathers written with jax.reshard are in the compiled program.
+    assert re.search(r"collectives in the compiled step: \{[^}]*'all-gather': \d+", text)
+
+    # Roofline: a prediction per strategy, and the glued winners are strategies.
+    assert text.count("predicted µs per step on a TPU v5e per device") == 2
+    assert g["win_now"] in ("single device", *STRATEGIES)
+    assert g["win_big"] in ("single device", *STRATEGIES)
+    assert int(g["grow"]) > 50
+
+    # Remat: less temporary memory, more FLOPs.
+    assert g["flops_more"].endswith("%") and int(g["flops_more"].rstrip("%")) > 0
+    # What JAX saves for the backward pass shrinks; the compiler's temporary
+    # memory is reported as it is (the prose glues the verdict).
+    assert _kib(g["res_after"]) < _kib(g["res_before"]) / 2
+    before, after = _kib(g["temp_before"]), _kib(g["temp_after"])
+    verdict = g["remat_verdict"]
+    if verdict == "stays the same size":
+        assert abs(after / before - 1) <= 0.005
+    else:
+        assert verdict.startswith("shrinks by" if after < before else "grows by")
+
+    # Checkpoint across meshes: every array equal, resumed losses agree.
+    assert re.search(r"all \d+ arrays equal after the restore", text)
+    assert "saved: W_up[I_data, J_model] on a 2 x 4 mesh" in text
+    assert "restored: W_up[I_data, J_model] on a 4 x 2 mesh" in text
+    assert float(g["resume_gap"]) <= 1e-4
+
+    # Sampling printed text that starts with the prompt; the glued losses agree.
+    assert re.search(r"Beautiful is better\S*\s*\S", text)
+    assert float(g["last_loss"]) < float(g["uniform_loss"]) == pytest.approx(4.16, abs=0.01)
+
+    # Figures: the weight under each strategy, loss curves, bytes.
+    assert len(images(book, "scaling")) >= 3
