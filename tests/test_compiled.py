@@ -130,3 +130,16 @@ def test_format_bytes_rejects(bad):
         format_bytes(bad)
     with pytest.raises(TypeError, match="format_bytes"):
         format_bytes("12")
+
+
+def test_group_size_formats():
+    from jaxguide.compiled import _group_size
+
+    assert _group_size("replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={0}") == 4
+    assert _group_size("replica_groups=[2,4]<=[8], dimensions={0}") == 4
+    assert _group_size("replica_groups=[4,2]<=[2,4]T(1,0), dimensions={0}") == 2
+    assert _group_size("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, x") == 4
+    assert _group_size("replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_0','axis_1'}, x") == 8
+    assert _group_size("source_target_pairs={{0,1},{1,2},{2,0}}") == 3
+    assert _group_size("replica_groups={}, to_apply=%add", devices=8) == 8  # one group: all
+    assert _group_size("channel_id=1, to_apply=%add", devices=8) == 8

@@ -152,8 +152,11 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
     return computations, by_name
 
 
-def _group_size(attrs: str) -> int | None:
-    """Devices taking part in each group of a collective, from its replica groups."""
+def _group_size(attrs: str, devices: int | None = None) -> int | None:
+    """Devices taking part in each group of a collective, from its replica groups
+    (``devices``: the program's partition count, for groups that mean "all")."""
+    if re.search(r"replica_groups=\{\}", attrs) or ("replica_groups=" not in attrs and "source_target_pairs" not in attrs):
+        return devices  # no groups listed: one group of every device
     match = re.search(r"replica_groups=\{(\{[\d,]*\})", attrs)
     if match:  # explicit groups: {{0,1,2,3},{4,5,6,7}}
         return len([d for d in match.group(1).strip("{}").split(",") if d])
@@ -343,6 +346,8 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
     compiled = jitted.lower(*args, **kwargs).compile()
     hlo = compiled.as_text()
     computations, by_name = _parse(hlo)
+    partitions = re.search(r"num_partitions=(\d+)", hlo.split("\n", 1)[0])
+    devices = int(partitions.group(1)) if partitions else None
 
     # The -done half of an async collective holds its result; map start -> done.
     done_of = {
@@ -381,7 +386,7 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
                     dtypes=tuple(dt for dt, _ in arrays),
                     operand_bytes=_nbytes(arrays),
                     result_bytes=_nbytes(_arrays(result)),
-                    group_size=_group_size(ins.attrs),
+                    group_size=_group_size(ins.attrs, devices),
                     name=ins.name,
                     in_loop=name in looped,
                 )
