@@ -85,3 +85,17 @@ def concrete_or_none(value: object):
         return np.asarray(value)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return None
+
+
+def mesh(fn: str, name: str, value: object):
+    """``value``, which must be a ``jax.sharding.Mesh`` (or an ``AbstractMesh``)."""
+    import jax
+
+    kinds = (jax.sharding.Mesh, jax.sharding.AbstractMesh)
+    if not isinstance(value, kinds):
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a jax.sharding.Mesh, got "
+            f"{type(value).__name__}; make one with jax.make_mesh((8,), ('x',)) or "
+            "jaxguide.sharding.make_mesh."
+        )
+    return value
