@@ -68,6 +68,8 @@ def test_mse_loss_refuses_a_column_of_targets_instead_of_broadcasting():
         models.mse_loss(true, x, y[:, None])
     with pytest.raises(TypeError, match=r"mse_loss\(y=.*\): y must be an array"):
         models.mse_loss(true, x, [1.0] * 20)
+    # One example against a Python number is fine: both are scalars.
+    assert float(models.mse_loss(true, x[0], float(y[0]))) == pytest.approx(float(models.mse_loss(true, x[:1], y[:1])))
     # Inside jit the shapes are still checked (they are static).
     with pytest.raises(ValueError, match="must match exactly"):
         jax.jit(models.mse_loss)(true, x, y[:, None])

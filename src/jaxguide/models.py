@@ -46,7 +46,9 @@ def predict_linear(params: dict, x):
 
 
 def _check_targets(pred, y, where: str) -> None:
-    shape = getattr(y, "shape", None)
+    import numbers
+
+    shape = () if isinstance(y, numbers.Real) else getattr(y, "shape", None)
     if shape is None:
         raise TypeError(f"{where}(y={y!r}): y must be an array of targets, got {type(y).__name__}.")
     if tuple(shape) != tuple(pred.shape):
