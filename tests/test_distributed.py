@@ -126,9 +126,15 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
     [
         ({"program": "missing.py"}, FileNotFoundError, "no program file"),
         ({"program": 42}, TypeError, "a path to a .py file or a module name"),
-        ({"program": "ok.py", "n_processes": 0}, ValueError, "n_processes"),
-        ({"program": "ok.py", "devices_per_process": 0}, ValueError, "devices_per_process"),
-        ({"program": "ok.py", "timeout": -1}, ValueError, "timeout"),
+        ({"program": "ok.py", "n_processes": 0}, ValueError, r"launch\(n_processes=0\): n_processes must be an int >= 1"),
+        ({"program": "ok.py", "n_processes": 2.0}, TypeError, r"launch\(n_processes=2.0\): n_processes must be an int"),
+        ({"program": "ok.py", "devices_per_process": 0}, ValueError, r"launch\(devices_per_process=0\)"),
+        ({"program": "ok.py", "timeout": -1}, ValueError, r"launch\(timeout=-1.0\): timeout must be > 0"),
+        ({"program": "ok.py", "timeout": float("nan")}, ValueError, r"launch\(timeout=nan\): timeout must be a finite"),
+        ({"program": "ok.py", "port": 70000}, ValueError, r"launch\(port=70000\): port must be a TCP port in \[1, 65535\]"),
+        ({"program": "ok.py", "port": 0}, ValueError, r"launch\(port=0\): port must be an int >= 1"),
+        ({"program": "ok.py", "port": "8476"}, TypeError, r"launch\(port='8476'\): port must be an int"),
+        ({"program": "ok.py", "stop_on_failure": 1}, TypeError, r"launch\(stop_on_failure=1\): stop_on_failure must be True or False"),
     ],
 )
 def test_bad_arguments(tmp_path, monkeypatch, kwargs, error, message):

@@ -29,8 +29,12 @@ def test_check_grad_catches_a_wrong_custom_gradient_and_names_the_leaf():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="eps must be a small positive number"):
+    with pytest.raises(ValueError, match=r"numerical_grad\(eps=0.0\): eps must be > 0"):
         numerical_grad(jnp.sum, jnp.ones(2), eps=0)
+    with pytest.raises(ValueError, match=r"numerical_grad\(eps=nan\): eps must be a finite"):
+        numerical_grad(jnp.sum, jnp.ones(2), eps=float("nan"))
+    with pytest.raises(TypeError, match=r"numerical_grad\(eps='x'\): eps must be a real"):
+        numerical_grad(jnp.sum, jnp.ones(2), eps="x")
     with pytest.raises(ValueError, match="must return a scalar"):
         numerical_grad(lambda x: x * 2, jnp.ones(2))
     with pytest.raises(TypeError, match="floating-point"):
@@ -42,5 +46,33 @@ def test_bad_inputs():
 def test_check_grad_checks_its_arguments():
     with pytest.raises(TypeError, match="f must be callable"):
         check_grad(3, jnp.ones(2))
-    with pytest.raises(ValueError, match=r"check_grad\(rtol=...\)"):
+    with pytest.raises(ValueError, match=r"check_grad\(rtol=-1.0\): rtol must be >= 0"):
         check_grad(jnp.sum, jnp.ones(2), rtol=-1.0)
+    with pytest.raises(ValueError, match=r"check_grad\(atol=nan\): atol must be a finite"):
+        check_grad(jnp.sum, jnp.ones(2), atol=float("nan"))
+    with pytest.raises(ValueError, match=r"check_grad\(eps=-1.0\): eps must be > 0"):
+        check_grad(jnp.sum, jnp.ones(2), eps=-1.0)
+
+
+def test_check_grad_fails_on_a_nan_gradient_from_where():
+    # softplus written with jnp.where: the untaken branch overflows at 100 and
+    # its NaN cotangent leaks into jax.grad (the classic jnp.where trap).
+    def softplus(x):
+        return jnp.sum(jnp.where(x > 50.0, x, jnp.log1p(jnp.exp(x))))
+
+    assert np.isnan(jax.grad(softplus)(jnp.array([100.0]))).all()
+    with pytest.raises(AssertionError, match="non-finite gradient at params"):
+        check_grad(softplus, jnp.array([100.0]))
+    with pytest.raises(AssertionError, match="non-finite gradient at params"):
+        check_grad(lambda x: jnp.sum(jnp.sqrt(x)), jnp.array([-1.0]))
+
+
+def test_check_grad_fails_on_a_nan_numerical_side():
+    with pytest.raises(AssertionError, match=r"non-finite gradient at \['w'\]"):
+        check_grad(lambda p: jnp.sum(jnp.sqrt(p["w"])), {"w": jnp.array([4.0, -1.0])})
+
+
+def test_check_grad_fails_on_an_infinite_gradient():
+    # d/dx sqrt(x) at 0 is inf analytically; the central difference is NaN.
+    with pytest.raises(AssertionError, match="non-finite gradient"):
+        check_grad(lambda x: jnp.sum(jnp.sqrt(x)), jnp.array([0.0]))

@@ -40,17 +40,51 @@ def test_feature_mismatch_names_both_sizes():
         models.predict_logistic([1, 2], jnp.ones(3))
 
 
-@pytest.mark.parametrize("call", [
-    lambda: models.init_linear(jax.random.key(0), 0),
-    lambda: data.linear_regression(jax.random.key(0), -1, 2),
-    lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=-1),
-    lambda: data.logistic_regression(jax.random.key(0), 5, 2.5),
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: models.init_linear(jax.random.key(0), 0), ValueError, r"init_linear\(n_features=0\): n_features must be an int >= 1"),
+    (lambda: data.linear_regression(jax.random.key(0), -1, 2), ValueError, r"linear_regression\(n_samples=-1\)"),
+    (lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=-1), ValueError, r"linear_regression\(noise=-1.0\): noise must be >= 0"),
+    (lambda: data.logistic_regression(jax.random.key(0), 5, 2.5), TypeError, r"logistic_regression\(n_features=2.5\): n_features must be an int"),
+    (lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=float("nan")), ValueError, r"linear_regression\(noise=nan\): noise must be a finite"),
+    (lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=float("inf")), ValueError, r"linear_regression\(noise=inf\): noise must be a finite"),
+    (lambda: data.spirals(jax.random.key(0), 30, noise=float("nan")), ValueError, r"spirals\(noise=nan\): noise must be a finite"),
+    (lambda: data.spirals(jax.random.key(0), 30, noise=float("-inf")), ValueError, r"spirals\(noise=-inf\): noise must be a finite"),
+    (lambda: data.spirals(jax.random.key(0), 30, turns=float("nan")), ValueError, r"spirals\(turns=nan\)"),
+    (lambda: data.noisy_spirals(jax.random.key(0), 30, noise=float("nan")), ValueError, r"noisy_spirals\(noise=nan\)"),
+    (lambda: data.noisy_spirals(jax.random.key(0), 30, scale=float("inf")), ValueError, r"noisy_spirals\(scale=inf\)"),
+    (lambda: data.noisy_spirals(jax.random.key(0), 30, label_noise=float("nan")), ValueError, r"noisy_spirals\(label_noise=nan\)"),
+    (lambda: data.batch_at(np.arange(10), -1, batch_size=2), ValueError, r"batch_at\(step=-1\): step must be an int >= 0"),
 ])
-def test_bad_sizes_raise_value_errors(call):
-    with pytest.raises(ValueError, match="got"):
+def test_bad_arguments_raise_errors_naming_function_and_argument(call, error, message):
+    with pytest.raises(error, match=message):
         call()
 
 
+def test_mse_loss_refuses_a_column_of_targets_instead_of_broadcasting():
+    x, y, true = data.linear_regression(jax.random.key(0), 20, 3)
+    ok = models.mse_loss(true, x, y)
+    assert float(ok) < 0.05
+    with pytest.raises(ValueError, match=r"mse_loss: y has shape \(20, 1\) but the predictions have shape \(20,\)"):
+        models.mse_loss(true, x, y[:, None])
+    with pytest.raises(TypeError, match=r"mse_loss\(y=.*\): y must be an array"):
+        models.mse_loss(true, x, [1.0] * 20)
+    # One example against a Python number is fine: both are scalars.
+    assert float(models.mse_loss(true, x[0], float(y[0]))) == pytest.approx(float(models.mse_loss(true, x[:1], y[:1])))
+    # Inside jit the shapes are still checked (they are static).
+    with pytest.raises(ValueError, match="must match exactly"):
+        jax.jit(models.mse_loss)(true, x, y[:, None])
+
+
+def test_logistic_loss_refuses_mismatched_shapes_and_labels_other_than_0_1():
+    x, y, true = data.logistic_regression(jax.random.key(1), 20, 3)
+    with pytest.raises(ValueError, match=r"logistic_loss: y has shape \(20, 1\)"):
+        models.logistic_loss(true, x, y[:, None])
+    pm1 = 2 * y - 1
+    with pytest.raises(ValueError, match=r"labels y must be 0 or 1, got values \[-1.0\]"):
+        models.logistic_loss(true, x, pm1)
+    # Traced labels cannot be checked, and valid ones work under jit and grad.
+    np.testing.assert_allclose(jax.jit(models.logistic_loss)(true, x, y), models.logistic_loss(true, x, y), rtol=1e-6)
+    assert jax.grad(models.logistic_loss)(true, x, y)["w"].shape == (3,)
 def test_noisy_spirals_adds_exactly_the_defects_it_names():
     key = jax.random.key(5)
     x, y, y_true = data.noisy_spirals(key, 4000, label_noise=0.2, n_distractors=3)

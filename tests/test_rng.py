@@ -24,7 +24,11 @@ def test_typed_vs_legacy_keys():
     assert is_typed_key(jax.random.key(0))
     assert not is_typed_key(jax.random.PRNGKey(0))
     assert not is_typed_key(jnp.zeros(2, jnp.uint32))
-    assert KeyStream(jax.random.key(1))() is not None
+    # One call hands out the second half of a split of the given key.
+    sub = KeyStream(jax.random.key(1))()
+    expected = jax.random.split(jax.random.key(1))[1]
+    assert is_typed_key(sub)
+    assert float(jax.random.uniform(sub)) == float(jax.random.uniform(expected))
 
 
 @pytest.mark.parametrize("bad", [jax.random.PRNGKey(0), "seed", 1.5, True])

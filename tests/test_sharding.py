@@ -126,3 +126,53 @@ def test_sharding_module_on_8_devices():
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "ALL OK" in proc.stdout
+
+
+# ------------------------------------------------- silent wrong results (issue 17)
+# In-process: conftest.py gives this process 8 CPU devices.
+
+
+def test_notation_reads_a_partition_spec_as_a_spec():
+    from jax.sharding import PartitionSpec as P
+
+    from jaxguide.sharding import notation
+
+    assert notation(P("x", None)) == "A[I_x, J]"
+    assert notation(P(("x", "y"))) == "A[I_xy]"
+    assert notation(P("x"), "W", ndim=2) == "W[I_x, J]"
+    assert notation(P(None, "y"), indices="BK") == "A[B, K_y]"
+
+
+@pytest.mark.parametrize("bad", ["abc", 3, None, [0.0, 1.0]])
+def test_notation_refuses_what_is_not_an_array_sharding_or_spec(bad):
+    from jaxguide.sharding import notation
+
+    with pytest.raises(TypeError, match=r"notation\(.*\): expected a jax.Array, a sharding or a PartitionSpec"):
+        notation(bad)
+
+
+def test_notation_of_a_sharding_object_and_an_abstract_array():
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from jaxguide.sharding import make_mesh, notation
+
+    mesh = make_mesh((8,), ("x",))
+    sharding = NamedSharding(mesh, P("x"))
+    assert notation(sharding, ndim=2) == "A[I_x, J]"
+    assert notation(jax.ShapeDtypeStruct((8, 3), jnp.float32, sharding=sharding)) == "A[I_x, J]"
+    assert notation(jnp.ones((2, 3))) == "A[I, J] (one device)"
+    with pytest.raises(ValueError, match=r"notation\(ndim=-1\): ndim must be an int >= 0"):
+        notation(sharding, ndim=-1)
+
+
+def test_shard_batch_refuses_what_is_not_a_mesh():
+    import jax.numpy as jnp
+
+    from jaxguide.sharding import shard_batch
+
+    with pytest.raises(TypeError, match=r"shard_batch\(mesh=None\): mesh must be a jax.sharding.Mesh"):
+        shard_batch(jnp.zeros((8, 2)), None)
+    with pytest.raises(TypeError, match=r"shard_batch\(mesh=\(8,\)\): mesh must be a jax.sharding.Mesh"):
+        shard_batch(jnp.zeros((8, 2)), (8,))

@@ -143,8 +143,10 @@ def test_train_argument_errors():
     xy = (np.ones((16, 2), np.float32), np.zeros(16, np.int32))
     with pytest.raises(TypeError, match="optax GradientTransformation"):
         train.make_step(nn.classifier_loss, "adam")
-    with pytest.raises(ValueError, match="fit\\(steps=...\\)"):
+    with pytest.raises(ValueError, match=r"fit\(steps=0\): steps must be an int >= 1"):
         train.fit(step, params, opt.init(params), xy, steps=0, batch_size=4)
+    with pytest.raises(TypeError, match=r"fit\(batch_size=4.0\): batch_size must be an int"):
+        train.fit(step, params, opt.init(params), xy, steps=1, batch_size=4.0)
     with pytest.raises(ValueError, match="batch_size=32 is larger than the 16 examples"):
         train.fit(step, params, opt.init(params), xy, steps=1, batch_size=32)
     with pytest.raises(ValueError, match="the data has 2 features .* expects 5"):
@@ -275,7 +277,7 @@ for bad, parts in [(60, 8), (12, 8)]:
 try:
     train.fit(step, params, opt.init(params), (x, y), steps=1, batch_size=64, mesh=mesh, axis="data")
 except ValueError as e:
-    assert "the mesh has axes ('x',), not 'data'" in str(e), e
+    assert "fit(axis='data'): the mesh has axes ('x',); 'data' is not one of them" in str(e), e
 else:
     raise AssertionError("no error")
 print("DATA-PARALLEL OK")
@@ -330,3 +332,50 @@ def test_nnx_state_round_trips_through_a_checkpoint(tmp_path):
         np.testing.assert_array_equal(data(a), data(b))
     model.eval(), clone.eval()
     np.testing.assert_array_equal(model(jnp.ones((2, 2))), clone(jnp.ones((2, 2))))
+
+
+# ------------------------------------------------- silent wrong results (issue 17)
+
+
+def _small_fit(**kw):
+    x, y = data.spirals(jax.random.key(0), 256)
+    params = nn.init_mlp(jax.random.key(1), (2, 8, 3))
+    opt = optax.sgd(0.1)
+    step = train.make_step(nn.classifier_loss, opt)
+    return train.fit(step, params, opt.init(params), (x, y), batch_size=32, log_every=None, **kw)
+
+
+def test_steps_per_second_leaves_out_the_compiling_first_step():
+    h = train.History(steps=[1, 2, 3, 4, 5], seconds=10.0, first_step_seconds=9.0)
+    assert h.steps_per_second == 4.0          # 4 steps after the first, in 1 s
+    assert np.isnan(train.History(steps=[1], seconds=3.0, first_step_seconds=3.0).steps_per_second)
+    *_, history = _small_fit(steps=20)
+    assert 0 < history.first_step_seconds < history.seconds
+    expected = 19 / (history.seconds - history.first_step_seconds)
+    assert history.steps_per_second == pytest.approx(expected)
+    assert history.steps_per_second > 20 / history.seconds
+
+
+def test_fit_accepts_a_two_dimensional_batch_axis():
+    from jaxguide.sharding import make_mesh
+
+    mesh = make_mesh((4, 2), ("x", "y"))
+    p1, _, h1 = _small_fit(steps=5)
+    p2, _, h2 = _small_fit(steps=5, mesh=mesh, axis=("x", "y"))
+    np.testing.assert_allclose(h2.loss, h1.loss, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match=r"a batch of 12 examples does not divide across 8 devices"):
+        opt = optax.sgd(0.1)
+        train.fit(train.make_step(nn.classifier_loss, opt), p1, opt.init(p1),
+                  data.spirals(jax.random.key(0), 256), steps=1, batch_size=12, mesh=mesh,
+                  axis=("x", "y"))
+    with pytest.raises(ValueError, match=r"fit\(axis=\('x', 'z'\)\): the mesh has axes \('x', 'y'\); 'z' is not one of them"):
+        _small_fit(steps=1, mesh=mesh, axis=("x", "z"))
+    with pytest.raises(TypeError, match=r"fit\(axis=3\): axis must be a mesh axis name or a tuple"):
+        _small_fit(steps=1, mesh=mesh, axis=3)
+
+
+def test_replicate_and_fit_refuse_what_is_not_a_mesh():
+    with pytest.raises(TypeError, match=r"replicate\(mesh=None\): mesh must be a jax.sharding.Mesh"):
+        train.replicate(jnp.ones(3), None)
+    with pytest.raises(TypeError, match=r"fit\(mesh='x'\): mesh must be a jax.sharding.Mesh"):
+        _small_fit(steps=1, mesh="x")

@@ -21,14 +21,50 @@ Small, reusable pieces the chapters call for what repeats:
   the book's notation ``A[I_x, J_y]``, and checked mesh and batch helpers.
 
 Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
-the device count.
+the device count. Every submodule is also reachable as an attribute
+(``jaxguide.sharding.notation``): it is imported on first access.
 """
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version as _version
 
 from jaxguide.runinfo import provenance
 from jaxguide.devices import DeviceSetup, DeviceSetupError, describe_devices, setup_devices
 from jaxguide.timing import Timing, benchmark, compare, format_seconds, glue, plot_timings
 
-__version__ = "0.1.0"
+try:
+    __version__ = _version("jaxguide")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0+unknown"
+
+_SUBMODULES = (
+    "compiled",
+    "data",
+    "devices",
+    "distributed",
+    "gradcheck",
+    "jaxlogs",
+    "models",
+    "nn",
+    "rng",
+    "runinfo",
+    "sharding",
+    "timing",
+    "train",
+)
+
+
+def __getattr__(name: str):
+    """Import a submodule on first access, so ``import jaxguide`` stays light."""
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SUBMODULES))
 
 __all__ = [
     "DeviceSetup",

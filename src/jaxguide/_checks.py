@@ -73,3 +73,29 @@ def one_of(fn: str, name: str, value: object, choices: Iterable[object]) -> obje
     if value not in choices:
         raise ValueError(f"{_call(fn, name, value)}: {name} must be one of {', '.join(map(repr, choices))}.")
     return value
+
+
+def concrete_or_none(value: object):
+    """``value`` as a NumPy array, or ``None`` when it is traced (inside ``jit``,
+    ``vmap``, or differentiated by ``grad``): value checks run only where values exist."""
+    import jax
+    import numpy as np
+
+    try:
+        return np.asarray(value)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+def mesh(fn: str, name: str, value: object):
+    """``value``, which must be a ``jax.sharding.Mesh`` (or an ``AbstractMesh``)."""
+    import jax
+
+    kinds = (jax.sharding.Mesh, jax.sharding.AbstractMesh)
+    if not isinstance(value, kinds):
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a jax.sharding.Mesh, got "
+            f"{type(value).__name__}; make one with jax.make_mesh((8,), ('x',)) or "
+            "jaxguide.sharding.make_mesh."
+        )
+    return value

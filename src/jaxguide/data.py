@@ -20,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import functools
-import numbers
+
+from jaxguide._checks import positive_int, real
 
 __all__ = [
     "linear_regression",
@@ -32,12 +33,6 @@ __all__ = [
 ]
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
-    return int(value)
-
-
 def linear_regression(key, n_samples: int, n_features: int, noise: float = 0.1):
     """``y = x @ w + b + noise`` with random true ``w``, ``b``.
 
@@ -46,10 +41,9 @@ def linear_regression(key, n_samples: int, n_features: int, noise: float = 0.1):
     import jax
     import jax.numpy as jnp
 
-    n = _positive_int("linear_regression(n_samples=...)", n_samples)
-    d = _positive_int("linear_regression(n_features=...)", n_features)
-    if not isinstance(noise, numbers.Real) or noise < 0:
-        raise ValueError(f"linear_regression(noise=...): expected a number >= 0, got {noise!r}.")
+    n = positive_int("linear_regression", "n_samples", n_samples)
+    d = positive_int("linear_regression", "n_features", n_features)
+    noise = real("linear_regression", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.1.")
     kx, kw, kb, ke = jax.random.split(key, 4)
     x = jax.random.normal(kx, (n, d))
     true = {"w": jax.random.normal(kw, (d,)), "b": jax.random.normal(kb, ())}
@@ -64,8 +58,8 @@ def logistic_regression(key, n_samples: int, n_features: int):
     """
     import jax
 
-    n = _positive_int("logistic_regression(n_samples=...)", n_samples)
-    d = _positive_int("logistic_regression(n_features=...)", n_features)
+    n = positive_int("logistic_regression", "n_samples", n_samples)
+    d = positive_int("logistic_regression", "n_features", n_features)
     kx, kw, kb, ky = jax.random.split(key, 4)
     x = jax.random.normal(kx, (n, d))
     true = {"w": 2.0 * jax.random.normal(kw, (d,)), "b": 0.5 * jax.random.normal(kb, ())}
@@ -85,14 +79,12 @@ def spirals(key, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, nois
     import jax
     import numpy as np
 
-    n = _positive_int("spirals(n_samples=...)", n_samples)
-    k = _positive_int("spirals(n_classes=...)", n_classes)
+    n = positive_int("spirals", "n_samples", n_samples)
+    k = positive_int("spirals", "n_classes", n_classes)
     if k < 2 or n < k:
         raise ValueError(f"spirals: need n_classes >= 2 and n_samples >= n_classes, got {n_classes=}, {n_samples=}.")
-    if not isinstance(noise, numbers.Real) or noise < 0:
-        raise ValueError(f"spirals(noise=...): expected a number >= 0, got {noise!r}.")
-    if not isinstance(turns, numbers.Real) or turns <= 0:
-        raise ValueError(f"spirals(turns=...): expected a number > 0, got {turns!r}.")
+    noise = real("spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.1.")
+    turns = real("spirals", "turns", turns, minimum=0.0, exclusive=True, hint=" Pass a number of turns such as 1.0.")
     kr, kn, kp = jax.random.split(key, 3)
     y = np.arange(n, dtype=np.int32) % k
     r = np.asarray(jax.random.uniform(kr, (n,), minval=0.05, maxval=1.0))
@@ -145,8 +137,9 @@ def noisy_spirals(
         point was drawn from (to measure what the model really learned).
 
     Raises:
-        ValueError: a count that is not a positive int, ``label_noise`` outside
-            ``[0, 1)``, a negative ``n_distractors`` or a ``scale`` that is not > 0.
+        TypeError: a count that is not an int, or a number that is not real.
+        ValueError: a count below its minimum, ``label_noise`` outside
+            ``[0, 1)``, a ``scale`` that is not > 0, or a NaN or infinite number.
 
     Example:
         >>> import jax
@@ -157,18 +150,18 @@ def noisy_spirals(
     import jax
     import numpy as np
 
-    n = _positive_int("noisy_spirals(n_samples=...)", n_samples)
-    k = _positive_int("noisy_spirals(n_classes=...)", n_classes)
-    if not isinstance(label_noise, numbers.Real) or not 0 <= label_noise < 1:
+    n = positive_int("noisy_spirals", "n_samples", n_samples)
+    k = positive_int("noisy_spirals", "n_classes", n_classes)
+    label_noise = real("noisy_spirals", "label_noise", label_noise, minimum=0.0)
+    if not label_noise < 1:
         raise ValueError(
-            f"noisy_spirals(label_noise=...): expected a probability in [0, 1), got {label_noise!r}."
+            f"noisy_spirals(label_noise={label_noise!r}): label_noise must be a probability "
+            "in [0, 1); pass a fraction such as 0.2."
         )
-    if isinstance(n_distractors, bool) or not isinstance(n_distractors, numbers.Integral) or n_distractors < 0:
-        raise ValueError(f"noisy_spirals(n_distractors=...): expected an int >= 0, got {n_distractors!r}.")
-    if not isinstance(scale, numbers.Real) or scale <= 0:
-        raise ValueError(f"noisy_spirals(scale=...): expected a number > 0, got {scale!r}.")
-    if not isinstance(offset, numbers.Real):
-        raise ValueError(f"noisy_spirals(offset=...): expected a number, got {offset!r}.")
+    n_distractors = positive_int("noisy_spirals", "n_distractors", n_distractors, minimum=0, example=3)
+    scale = real("noisy_spirals", "scale", scale, minimum=0.0, exclusive=True, hint=" Pass a scale such as 10.0.")
+    offset = real("noisy_spirals", "offset", offset, hint=" Pass an offset such as 40.0.")
+    noise = real("noisy_spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.2.")
     k_arms, k_extra, k_flip, k_other = jax.random.split(key, 4)
     arms, y_true = spirals(k_arms, n, n_classes=k, turns=turns, noise=noise)
     extra = 0.3 * np.asarray(jax.random.normal(k_extra, (n, int(n_distractors))))
@@ -188,7 +181,8 @@ def train_test_split(x, y, *, test_fraction: float = 0.25, seed: int = 0):
 
     if len(x) != len(y):
         raise ValueError(f"train_test_split: x has {len(x)} examples but y has {len(y)}; they must match.")
-    if not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
+    test_fraction = real("train_test_split", "test_fraction", test_fraction)
+    if not 0 < test_fraction < 1:
         raise ValueError(f"train_test_split(test_fraction=...): expected a number in (0, 1), got {test_fraction!r}.")
     n_test = int(round(len(x) * test_fraction))
     if not 0 < n_test < len(x):
@@ -216,9 +210,8 @@ def batch_at(data, step: int, *, batch_size: int, seed: int = 0):
     """
     import jax
 
-    bs = _positive_int("batch_at(batch_size=...)", batch_size)
-    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
-        raise ValueError(f"batch_at(step=...): expected an int >= 0, got {step!r}.")
+    bs = positive_int("batch_at", "batch_size", batch_size)
+    step = positive_int("batch_at", "step", step, minimum=0, example=0)
     leaves = jax.tree.leaves(data)
     sizes = {len(leaf) for leaf in leaves}
     if len(sizes) != 1:

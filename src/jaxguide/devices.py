@@ -6,8 +6,8 @@ of simulated CPU devices can only be chosen before that moment.
 
 Example:
     >>> import jaxguide
-    >>> setup = jaxguide.setup_devices(8)   # doctest: +SKIP
-    >>> setup                                # doctest: +SKIP
+    >>> setup = jaxguide.setup_devices(8)
+    >>> setup
     DeviceSetup(platform='cpu', count=8, kinds=('cpu',), simulated=True)
 """
 
@@ -164,7 +164,7 @@ def setup_devices(n: int = 8, *, force_cpu: bool = False, verbose: bool = True) 
 
     Example:
         >>> import jaxguide
-        >>> jaxguide.setup_devices(8).count   # doctest: +SKIP
+        >>> jaxguide.setup_devices(8).count
         8
     """
     global _LAST

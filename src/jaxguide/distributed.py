@@ -21,7 +21,6 @@ Example (the program is a file; its processes print and exit):
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 import signal
 import socket
@@ -30,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from jaxguide._checks import boolean, positive_int, real
 
 __all__ = ["LaunchError", "ProcessResult", "free_port", "launch", "initialize_from_env", "format_outputs", "ENV"]
 
@@ -93,9 +94,7 @@ def _port_taken(port: int) -> bool:
 
 
 def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"launch({name}=...): expected an int >= {minimum}, got {value!r}.")
-    return int(value)
+    return positive_int("launch", name, value, minimum=minimum, example=2)
 
 
 def _command(program) -> list[str]:
@@ -162,18 +161,25 @@ def launch(
         LaunchError: a process exited with an error (the others are stopped at once),
             the run took longer than ``timeout``, or ``port`` is taken. The message
             names the process and shows its last lines of output and error.
+        TypeError: a count or ``port`` that is not an int, a ``timeout`` that is
+            not a number, or a ``stop_on_failure`` that is not a bool.
+        ValueError: a count below 1, a ``port`` outside ``[1, 65535]``, or a
+            ``timeout`` that is not a positive finite number.
     """
     command = _command(program)
-    if not isinstance(stop_on_failure, bool):
-        raise TypeError(f"launch(stop_on_failure=...): expected True or False, got {stop_on_failure!r}.")
+    boolean("launch", "stop_on_failure", stop_on_failure)
     n = _check_int("n_processes", n_processes, 1)
     devices = _check_int("devices_per_process", devices_per_process, 1)
-    if not isinstance(timeout, numbers.Real) or not timeout > 0:
-        raise ValueError(f"launch(timeout=...): expected a positive number of seconds, got {timeout!r}.")
+    real("launch", "timeout", timeout, minimum=0.0, exclusive=True, hint=" Pass a number of seconds such as 120.")
     if port is None:
         port = free_port()
     else:
         port = _check_int("port", port, 1)
+        if port > 65535:
+            raise ValueError(
+                f"launch(port={port}): port must be a TCP port in [1, 65535]; pass port=None "
+                "to pick a free one."
+            )
         if _port_taken(port):
             raise LaunchError(
                 f"launch: port {port} on {HOST} is already in use, so the coordinator cannot listen there; "

@@ -11,26 +11,21 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 
+from jaxguide._checks import real
+
 __all__ = ["numerical_grad", "check_grad"]
 
 
-def _check_eps(eps) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
-        raise ValueError(f"eps must be a small positive number, got {eps!r}.")
-    return float(eps)
+def _check_eps(fn: str, eps) -> float:
+    return real(fn, "eps", eps, minimum=0.0, exclusive=True, hint=" Pass a small positive step such as 1e-3.")
 
 
 def _check_tol(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
-        raise ValueError(
-            f"check_grad({name}=...): expected a non-negative number, got {value!r}."
-        )
-    return float(value)
+    return real("check_grad", name, value, minimum=0.0, hint=f" Pass a non-negative tolerance such as {name}=1e-3.")
 
 
 def numerical_grad(f: Callable, params, eps: float = 1e-3):
@@ -50,9 +45,10 @@ def numerical_grad(f: Callable, params, eps: float = 1e-3):
         A pytree shaped like ``params`` (NumPy float64 leaves).
 
     Raises:
-        TypeError: ``f`` is not callable, or a leaf is not floating point.
-        ValueError: ``eps`` is not positive, ``params`` has no leaves, or ``f``
-            does not return a scalar.
+        TypeError: ``f`` is not callable, ``eps`` is not a real number, or a leaf
+            is not floating point.
+        ValueError: ``eps`` is not a positive finite number, ``params`` has no
+            leaves, or ``f`` does not return a scalar.
 
     Example:
         >>> import jax.numpy as jnp
@@ -62,7 +58,7 @@ def numerical_grad(f: Callable, params, eps: float = 1e-3):
     """
     import jax
 
-    eps = _check_eps(eps)
+    eps = _check_eps("numerical_grad", eps)
     if not callable(f):
         raise TypeError(f"numerical_grad(f, params): f must be callable, got {type(f).__name__}.")
     leaves, treedef = jax.tree.flatten(params)
@@ -108,9 +104,11 @@ def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, at
         The largest absolute difference between the two gradients.
 
     Raises:
-        AssertionError: the gradients disagree; the message names the leaf (its
-            pytree path) and shows both.
-        TypeError, ValueError: as :func:`numerical_grad`, or a negative tolerance.
+        AssertionError: the gradients disagree, or either of them has a NaN or
+            infinite coordinate (a non-finite gradient never passes); the
+            message names the leaf (its pytree path) and shows both.
+        TypeError, ValueError: as :func:`numerical_grad`, or a tolerance that is
+            negative, NaN or infinite.
 
     Example:
         >>> import jax.numpy as jnp
@@ -120,6 +118,7 @@ def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, at
     import jax
 
     rtol, atol = _check_tol("rtol", rtol), _check_tol("atol", atol)
+    eps = _check_eps("check_grad", eps)
     if not callable(f):
         raise TypeError(f"check_grad(f, params): f must be callable, got {type(f).__name__}.")
 
@@ -129,11 +128,17 @@ def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, at
     paths = jax.tree_util.tree_flatten_with_path(analytic)[0]
     for (path, a), n in zip(paths, jax.tree.leaves(numeric)):
         a = np.asarray(a, dtype=np.float64)
+        where = jax.tree_util.keystr(path) or "params"
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(n))):
+            raise AssertionError(
+                f"non-finite gradient at {where}: jax.grad gives {a}, finite "
+                f"differences give {n}; a NaN or infinite gradient never passes."
+            )
         diff = np.abs(a - n)
         worst = max(worst, float(diff.max(initial=0.0)))
         if np.any(diff > atol + rtol * np.abs(n)):
             raise AssertionError(
-                f"gradient mismatch at {jax.tree_util.keystr(path) or 'params'}: "
+                f"gradient mismatch at {where}: "
                 f"jax.grad gives {a}, finite differences give {n}."
             )
     return worst

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-import numbers
+from jaxguide._checks import concrete_or_none, positive_int
 
 __all__ = ["init_linear", "predict_linear", "mse_loss", "predict_logistic", "logistic_loss"]
 
@@ -35,9 +35,8 @@ def init_linear(key, n_features: int, scale: float = 0.1) -> dict:
     import jax
     import jax.numpy as jnp
 
-    if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
-        raise ValueError(f"init_linear(n_features=...): expected a positive int, got {n_features!r}.")
-    return {"w": scale * jax.random.normal(key, (int(n_features),)), "b": jnp.zeros(())}
+    n_features = positive_int("init_linear", "n_features", n_features, example=3)
+    return {"w": scale * jax.random.normal(key, (n_features,)), "b": jnp.zeros(())}
 
 
 def predict_linear(params: dict, x):
@@ -46,11 +45,48 @@ def predict_linear(params: dict, x):
     return x @ params["w"] + params["b"]
 
 
+def _check_targets(pred, y, where: str) -> None:
+    import numbers
+
+    shape = () if isinstance(y, numbers.Real) else getattr(y, "shape", None)
+    if shape is None:
+        raise TypeError(f"{where}(y={y!r}): y must be an array of targets, got {type(y).__name__}.")
+    if tuple(shape) != tuple(pred.shape):
+        raise ValueError(
+            f"{where}: y has shape {tuple(shape)} but the predictions have shape {tuple(pred.shape)}; "
+            "they must match exactly (a (n, 1) column against (n,) predictions would broadcast "
+            "to (n, n)); pass y with one target per example, e.g. y.reshape(-1)."
+        )
+
+
 def mse_loss(params: dict, x, y):
-    """Mean squared error of :func:`predict_linear`."""
+    """Mean squared error of :func:`predict_linear`.
+
+    Args:
+        params: ``{"w": (d,), "b": ()}``, as made by :func:`init_linear`.
+        x: one example ``(d,)`` or a batch ``(n, d)``.
+        y: the targets, of exactly the predictions' shape (``()`` or ``(n,)``).
+
+    Returns:
+        The scalar mean of ``(predict_linear(params, x) - y) ** 2``.
+
+    Raises:
+        TypeError: ``params`` is not a ``{"w", "b"}`` dict, or ``y`` is not an array.
+        ValueError: ``x`` has the wrong number of features, or ``y``'s shape is not
+            the predictions' shape (no broadcasting: ``(n, 1)`` against ``(n,)``
+            would silently compare every pair).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> params = {"w": jnp.array([2.0]), "b": jnp.array(0.0)}
+        >>> float(mse_loss(params, jnp.array([[1.0], [2.0]]), jnp.array([2.0, 5.0])))
+        0.5
+    """
     import jax.numpy as jnp
 
-    return jnp.mean((predict_linear(params, x) - y) ** 2)
+    pred = predict_linear(params, x)
+    _check_targets(pred, y, "mse_loss")
+    return jnp.mean((pred - y) ** 2)
 
 
 def predict_logistic(params: dict, x):
@@ -63,10 +99,41 @@ def predict_logistic(params: dict, x):
 
 def logistic_loss(params: dict, x, y):
     """Mean binary cross-entropy for labels ``y`` in {0, 1}, computed from logits
-    with ``log_sigmoid`` so that it stays finite for confident predictions."""
+    with ``log_sigmoid`` so that it stays finite for confident predictions.
+
+    Args:
+        params: ``{"w": (d,), "b": ()}``, as made by :func:`init_linear`.
+        x: one example ``(d,)`` or a batch ``(n, d)``.
+        y: labels 0 or 1, of exactly the predictions' shape (``()`` or ``(n,)``).
+            Their values are checked when they are concrete (not inside ``jit``).
+
+    Returns:
+        The scalar mean binary cross-entropy.
+
+    Raises:
+        TypeError: ``params`` is not a ``{"w", "b"}`` dict, or ``y`` is not an array.
+        ValueError: ``x`` has the wrong number of features, ``y``'s shape is not
+            the predictions' shape, or a concrete label is not 0 or 1 (labels
+            ``-1``/``+1`` would give a negative "loss").
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> params = {"w": jnp.array([0.0]), "b": jnp.array(0.0)}
+        >>> round(float(logistic_loss(params, jnp.ones((2, 1)), jnp.array([0.0, 1.0]))), 4)
+        0.6931
+    """
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
     _check_features(params, x, "logistic_loss")
     logits = x @ params["w"] + params["b"]
+    _check_targets(logits, y, "logistic_loss")
+    labels = concrete_or_none(y)
+    if labels is not None and not np.all((labels == 0) | (labels == 1)):
+        bad = np.unique(labels[(labels != 0) & (labels != 1)])[:5]
+        raise ValueError(
+            f"logistic_loss: labels y must be 0 or 1, got values {bad.tolist()}; "
+            "for labels -1/+1 pass (y + 1) / 2."
+        )
     return -jnp.mean(y * jax.nn.log_sigmoid(logits) + (1 - y) * jax.nn.log_sigmoid(-logits))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numbers
 
+from jaxguide._checks import concrete_or_none
+
 __all__ = ["init_mlp", "mlp", "cross_entropy", "accuracy", "classifier_loss"]
 
 
@@ -85,10 +87,25 @@ def _check_labels(logits, labels, where: str) -> None:
             f"{where}: labels of shape {labels.shape} do not match logits of shape {logits.shape}; "
             "expected one label per row of logits."
         )
+    values = concrete_or_none(labels)
+    n_classes = logits.shape[-1]
+    if values is not None and values.size and not (0 <= values.min() and values.max() < n_classes):
+        bad = sorted({int(v) for v in values[(values < 0) | (values >= n_classes)].ravel()[:5]})
+        raise ValueError(
+            f"{where}: labels must be class indices in [0, {n_classes}) for logits with {n_classes} "
+            f"classes, got {bad}; a label >= {n_classes} would give NaN and -1 would wrap to the "
+            "last class. Relabel the data or make the model's last layer wider."
+        )
 
 
 def cross_entropy(logits, labels):
-    """Mean softmax cross-entropy of integer ``labels`` under ``logits``."""
+    """Mean softmax cross-entropy of integer ``labels`` under ``logits``.
+
+    ``labels`` (one per row of ``logits``) must lie in ``[0, n_classes)``, where
+    ``n_classes = logits.shape[-1]``; a ``ValueError`` says so when the labels are
+    concrete. Under ``jit`` they are traced and not checked (an out-of-range label
+    then gives NaN, or for -1 the last class).
+    """
     import jax
     import jax.numpy as jnp
 

@@ -25,6 +25,9 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from jaxguide._checks import mesh as check_mesh
+from jaxguide._checks import positive_int
+
 __all__ = ["Block", "shard_blocks", "notation", "plot_sharding", "show", "make_mesh", "split_batch", "shard_batch"]
 
 _INDEX_LETTERS = "IJKLMN"
@@ -123,7 +126,9 @@ def notation(arr_or_sharding, name: str = "A", ndim: int | None = None, *, indic
     Model" (https://jax-ml.github.io/scaling-book/sharding/).
 
     Args:
-        arr_or_sharding: a ``jax.Array`` or a sharding with a ``spec``.
+        arr_or_sharding: a ``jax.Array`` (or ``jax.ShapeDtypeStruct``), a sharding,
+            or a ``PartitionSpec`` such as ``P('x', None)`` (written without the
+            "(one device)" note: a spec always means a mesh).
         name: the array's name in the notation.
         ndim: number of dimensions, when a sharding (not an array) is given and its
             spec is shorter than the array's rank.
@@ -137,7 +142,9 @@ def notation(arr_or_sharding, name: str = "A", ndim: int | None = None, *, indic
     Raises:
         ValueError: ``indices`` does not give one letter per dimension, or the array
             has more dimensions than default letters.
-        TypeError: ``indices`` is neither a string nor a sequence of strings.
+        TypeError: ``arr_or_sharding`` is not an array, a sharding or a
+            ``PartitionSpec``, or ``indices`` is neither a string nor a sequence of
+            strings.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -147,8 +154,23 @@ def notation(arr_or_sharding, name: str = "A", ndim: int | None = None, *, indic
         >>> notation(w, "W", indices="KN")
         'W[K_x, N]'
     """
-    spec, mesh = _spec_and_mesh(arr_or_sharding)
-    if ndim is None:
+    from jax.sharding import PartitionSpec, Sharding
+
+    if isinstance(arr_or_sharding, PartitionSpec):
+        spec, mesh = arr_or_sharding, None
+    elif isinstance(arr_or_sharding, Sharding) or (
+        hasattr(arr_or_sharding, "sharding") and hasattr(arr_or_sharding, "ndim")
+    ):
+        spec, mesh = _spec_and_mesh(arr_or_sharding)
+    else:
+        raise TypeError(
+            f"notation({arr_or_sharding!r:.60}): expected a jax.Array, a sharding or a "
+            f"PartitionSpec, got {type(arr_or_sharding).__name__}; pass e.g. "
+            "jax.device_put(x, NamedSharding(mesh, P('x'))) or P('x', None)."
+        )
+    if ndim is not None:
+        ndim = positive_int("notation", "ndim", ndim, minimum=0, example=2)
+    else:
         ndim = getattr(arr_or_sharding, "ndim", None)
     if ndim is None:
         ndim = len(spec) if spec is not None else 0
@@ -320,10 +342,16 @@ def split_batch(batch, n_devices: int | None = None):
 def shard_batch(batch, mesh, axis="x"):
     """Put every array of a batch on ``mesh``, split along its first axis over the mesh
     axis ``axis`` (or a tuple of axes) and replicated over the others.
+
+    Raises:
+        TypeError: ``mesh`` is not a ``jax.sharding.Mesh``.
+        ValueError: ``axis`` is not an axis of ``mesh``, or the batch does not divide
+            across it.
     """
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
+    check_mesh("shard_batch", "mesh", mesh)
     axes = (axis,) if isinstance(axis, str) else tuple(axis)
     missing = [a for a in axes if a not in mesh.shape]
     if missing:

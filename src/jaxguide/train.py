@@ -18,11 +18,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 import time
 from pathlib import Path
 from typing import Callable
+
+from jaxguide._checks import mesh as check_mesh
+from jaxguide._checks import positive_int
 
 __all__ = [
     "CheckpointError",
@@ -74,23 +76,35 @@ class History:
     eval_steps: list[int] = dataclasses.field(default_factory=list)
     metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
+    first_step_seconds: float = 0.0
 
     @property
     def steps_per_second(self) -> float:
-        return len(self.steps) / self.seconds if self.seconds else float("nan")
+        """Steady-state speed: the steps after the first, over the time they took.
+
+        The first step includes tracing and compilation (often far longer than a
+        step), so it is left out; ``nan`` when fewer than two steps ran.
+        """
+        rest = len(self.steps) - 1
+        elapsed = self.seconds - self.first_step_seconds
+        return rest / elapsed if rest > 0 and elapsed > 0 else float("nan")
 
 
 def _int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}.")
-    return int(value)
+    fn, _, arg = name.partition("(")
+    return positive_int(fn, arg.split("=")[0], value, minimum=minimum)
 
 
 def replicate(tree, mesh):
-    """Put a copy of every array of ``tree`` on every device of ``mesh`` (``PartitionSpec()``)."""
+    """Put a copy of every array of ``tree`` on every device of ``mesh`` (``PartitionSpec()``).
+
+    Raises:
+        TypeError: ``mesh`` is not a ``jax.sharding.Mesh``.
+    """
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
+    check_mesh("replicate", "mesh", mesh)
     return jax.device_put(tree, NamedSharding(mesh, P()))
 
 
@@ -105,7 +119,7 @@ def fit(
     seed: int = 0,
     start: int = 0,
     mesh=None,
-    axis: str = "x",
+    axis: str | tuple[str, ...] = "x",
     place: Callable | None = None,
     log_every: int | None = 100,
     evaluate: Callable | None = None,
@@ -123,7 +137,8 @@ def fit(
         steps, batch_size, seed, start: how many steps, of what size, in which order.
         mesh: optional ``jax.sharding.Mesh`` for data parallelism: parameters and
             optimiser state are replicated on it and each batch is split along
-            ``axis``. ``batch_size`` must divide by that axis's size.
+            ``axis``, a mesh axis name or a tuple of them (``('x', 'y')`` splits
+            over both). ``batch_size`` must divide by the product of their sizes.
         place: optional ``place(batch) -> batch`` run on every batch before the step,
             e.g. ``jaxguide.sharding.split_batch`` for a ``jax.pmap`` step. With a
             ``mesh`` it defaults to ``jaxguide.sharding.shard_batch`` over ``axis``.
@@ -145,9 +160,25 @@ def fit(
     if evaluate is not None and not callable(evaluate):
         raise TypeError(f"fit(evaluate=...): expected a function params -> dict of metrics, got {evaluate!r}.")
     if mesh is not None:
-        if axis not in mesh.shape:
-            raise ValueError(f"fit(axis=...): the mesh has axes {tuple(mesh.shape)}, not {axis!r}.")
-        _check_divides(batch_size, mesh.shape[axis], "fit(batch_size=...)")
+        import math
+
+        check_mesh("fit", "mesh", mesh)
+        if isinstance(axis, str):
+            axes = (axis,)
+        elif isinstance(axis, tuple) and axis and all(isinstance(a, str) for a in axis):
+            axes = axis
+        else:
+            raise TypeError(
+                f"fit(axis={axis!r}): axis must be a mesh axis name or a tuple of names, "
+                "such as 'x' or ('x', 'y')."
+            )
+        missing = [a for a in axes if a not in mesh.shape]
+        if missing:
+            raise ValueError(
+                f"fit(axis={axis!r}): the mesh has axes {tuple(mesh.shape)}; "
+                f"{', '.join(map(repr, missing))} is not one of them."
+            )
+        _check_divides(batch_size, math.prod(mesh.shape[a] for a in axes), "fit(batch_size=...)")
         params, opt_state = replicate((params, opt_state), mesh)
         if place is None:
             place = lambda batch: shard_batch(batch, mesh, axis)  # noqa: E731
@@ -179,6 +210,9 @@ def fit(
             # "Expected 8 threads to join the rendezvous"). Waiting here costs little.
             jax.block_until_ready(loss)
         losses.append(loss)
+        if s == start:
+            jax.block_until_ready(loss)  # the first step compiles: time it apart
+            history.first_step_seconds = time.perf_counter() - t0
         done = s + 1 - start
         if log_every is not None and (done % log_every == 0 or done == steps):
             extra = record_metrics(s + 1)

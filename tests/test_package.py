@@ -1,0 +1,54 @@
+"""The package itself: submodules load on attribute access, import stays light,
+the version comes from the installed metadata, and the package is marked typed."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jaxguide
+
+SUBMODULES = sorted(
+    p.stem for p in Path(jaxguide.__file__).parent.glob("*.py") if not p.stem.startswith("_")
+)
+
+
+def test_every_public_submodule_is_listed_for_lazy_access():
+    assert sorted(jaxguide._SUBMODULES) == SUBMODULES
+
+
+def test_submodules_load_on_attribute_access_without_starting_jax():
+    code = (
+        "import sys, jaxguide\n"
+        "assert 'jax' not in sys.modules, 'import jaxguide started JAX'\n"
+        "assert 'jaxguide.sharding' not in sys.modules\n"
+        "from jax.sharding import PartitionSpec as P\n"
+        "print(jaxguide.sharding.notation(P('x', None)))\n"
+        "assert jaxguide.sharding is sys.modules['jaxguide.sharding']\n"
+        "assert 'sharding' in dir(jaxguide)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "A[I_x, J]"
+
+
+@pytest.mark.parametrize("name", SUBMODULES)
+def test_each_submodule_is_an_attribute(name):
+    assert getattr(jaxguide, name).__name__ == f"jaxguide.{name}"
+
+
+def test_unknown_attributes_still_raise_attribute_error():
+    with pytest.raises(AttributeError, match="module 'jaxguide' has no attribute 'shardng'"):
+        jaxguide.shardng  # noqa: B018
+
+
+def test_version_comes_from_installed_metadata():
+    assert jaxguide.__version__ == importlib.metadata.version("jaxguide")
+
+
+def test_package_ships_py_typed():
+    assert (Path(jaxguide.__file__).parent / "py.typed").is_file()
