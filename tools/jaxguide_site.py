@@ -310,7 +310,16 @@ def _clear_rewritten(app: Sphinx) -> None:
         path.unlink(missing_ok=True)
 
 
+def _scorer_path(app: Sphinx, config) -> None:
+    """``html_search_scorer`` is opened relative to the working directory; resolve it
+    against the book's folder, so the build works from any directory."""
+    scorer = config.html_search_scorer
+    if scorer and not Path(scorer).is_absolute():
+        config.html_search_scorer = str(Path(app.confdir) / scorer)
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _scorer_path)
     app.connect("builder-inited", _clear_rewritten)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
