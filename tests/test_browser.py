@@ -455,3 +455,24 @@ def test_search_lists_the_teaching_chapter_first(browser, site, term, chapter):
     for chrome in ("Colab", "Repository", "Open issue", ".ipynb", "Contents"):
         assert chrome not in snippet[:200], snippet
     assert log["errors"] == []
+
+
+def test_chapters_and_sections_are_numbered(browser, site):
+    """Chapters, their sections and the sidebar's chapter list are numbered; exercise
+    numbers restart in each chapter."""
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(site + "transforms.html", wait_until="networkidle")
+        title = page.locator("article h1").first.inner_text()
+        sections = page.locator("article h2").all_inner_texts()
+        exercises = page.locator("div.exercise p.admonition-title").all_inner_texts()
+        sidebar = page.locator(".bd-sidebar-primary nav a").all_inner_texts()
+    finally:
+        context.close()
+    assert title.startswith("2. Transformations"), title
+    assert sections and all(s.startswith(f"2.{i}. ") for i, s in enumerate(sections, 1)), sections
+    assert exercises and exercises[0].startswith("Exercise 2.1"), exercises
+    numbered = [a for a in sidebar if a.split(" ", 1)[0].rstrip(".").isdigit()]
+    assert any(a.startswith("1. JAX as accelerated NumPy") for a in numbered), sidebar
+    assert any(a.startswith("10. ") and "shard_map" in a for a in numbered), sidebar
+    assert log["errors"] == []
