@@ -3,7 +3,8 @@ Playwright, on the strict test build served from 127.0.0.1.
 
 Every page: no console errors, no request to any other host, every image loads, every
 internal link and anchor resolves, code cells and their outputs are visible. Once: search
-finds ``shard_map``, the Colab button opens the chapter's notebook, the dark-mode switch
+finds ``shard_map`` and lists the chapter that teaches a function first, no top bar covers
+the book title at desktop width (one search entry point), chapters are numbered, the Colab button opens the chapter's notebook, the dark-mode switch
 works, copy buttons copy. Screenshots and a report (pages checked, bytes per page, run
 time) are written to ``_build/test-output/browser/``.
 """

@@ -21,6 +21,8 @@ the causes:
   set to ``"auto"``.
 * **Figures**: each PNG output is stored as a 256-colour palette image when that looks
   the same (mean error under one grey level), typically a third of the size.
+* **Search scorer**: ``html_search_scorer`` (``book/_static/jaxguide-search.js``) is
+  resolved against the book's folder, not the working directory.
 * **Favicon**: configured in ``_config.yml`` (``html.favicon``), so browsers do not
   request a missing ``/favicon.ico``.
 """
