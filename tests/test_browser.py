@@ -3,7 +3,8 @@ Playwright, on the strict test build served from 127.0.0.1.
 
 Every page: no console errors, no request to any other host, every image loads, every
 internal link and anchor resolves, code cells and their outputs are visible. Once: search
-finds ``shard_map``, the Colab button opens the chapter's notebook, the dark-mode switch
+finds ``shard_map`` and lists the chapter that teaches a function first, no top bar covers
+the book title at desktop width (one search entry point), chapters are numbered, the Colab button opens the chapter's notebook, the dark-mode switch
 works, copy buttons copy. Screenshots and a report (pages checked, bytes per page, run
 time) are written to ``_build/test-output/browser/``.
 """
@@ -393,3 +394,86 @@ def test_figures_have_real_alt_text(book, name):
         alt = (img.get("alt") or "").strip()
         assert len(alt.split()) >= 4, f"{name}: {img.get('src')} has alt text {alt!r}"
         assert not alt.endswith((".png", ".svg")) and "_images/" not in alt, alt
+
+
+# Search entry points a reader can see: search boxes and buttons, and the search page's form.
+VISIBLE_SEARCH = """() => [...document.querySelectorAll(
+    'button.search-button__button, form.bd-search, form[action$="search.html"], input[type=search]')]
+  .filter(e => !e.closest('dialog, .search-button__wrapper')
+               && !(e.matches('input') && e.closest('form.bd-search, form[action$="search.html"]')))
+  .filter(e => e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden')
+  .map(e => e.outerHTML.slice(0, 80))"""
+
+
+def test_desktop_shows_book_title_and_one_search(browser, site):
+    """At desktop width no top bar covers the sidebar: the book title is visible at the
+    top of the sidebar, each page has one search entry point, and the search page one
+    search box."""
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(site + "sharding.html", wait_until="networkidle")
+        header = page.locator("header.bd-header")
+        assert header.count() == 0 or not header.first.is_visible(), "a top bar is drawn"
+        # The theme scrolls the sidebar to the current chapter: back to its top.
+        page.evaluate("document.querySelectorAll('.bd-sidebar-primary, .bd-sidebar-primary *')"
+                      ".forEach(e => { e.scrollTop = 0; })")
+        title = page.locator(".bd-sidebar-primary .navbar-brand").first
+        assert title.is_visible()
+        box = title.bounding_box()
+        top = page.evaluate("document.elementFromPoint(%f, %f).closest('.navbar-brand') !== null"
+                            % (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2))
+        assert top, "something covers the book title"
+        assert box["y"] < 100, box
+        page.screenshot(path=str(OUT / "sharding-desktop.png"))
+        assert len(page.evaluate(VISIBLE_SEARCH)) == 1, page.evaluate(VISIBLE_SEARCH)
+        page.goto(site + "search.html?q=vmap", wait_until="networkidle")
+        found = page.evaluate(VISIBLE_SEARCH)
+        assert len(found) == 1 and "form" in found[0], found
+        page.screenshot(path=str(OUT / "search-desktop.png"))
+    finally:
+        context.close()
+    assert log["errors"] == []
+
+
+@pytest.mark.parametrize("term, chapter", [("vmap", "transforms"), ("shard_map", "shard_map"),
+                                           ("jax.shard_map", "shard_map")])
+def test_search_lists_the_teaching_chapter_first(browser, site, term, chapter):
+    """A search for a JAX function lists the chapter that teaches it first, with a
+    snippet of the page's text that contains the term (not the page's buttons or title)."""
+    context, page, log = _new_page(browser)
+    try:
+        page.goto(site + f"search.html?q={term}", wait_until="networkidle")
+        page.wait_for_selector("ul.search li a", timeout=20_000)
+        first = page.locator("ul.search li").first
+        href = first.locator("a").first.get_attribute("href")
+        first.locator("p.context").wait_for(timeout=10_000)
+        snippet = first.locator("p.context").inner_text()
+    finally:
+        context.close()
+    assert href.split("#")[0] == f"{chapter}.html", href
+    word = term.split(".")[-1]
+    assert word in snippet.lower(), snippet
+    for chrome in ("Colab", "Repository", "Open issue", ".ipynb", "Contents"):
+        assert chrome not in snippet[:200], snippet
+    assert log["errors"] == []
+
+
+def test_chapters_and_sections_are_numbered(browser, site):
+    """Chapters, their sections and the sidebar's chapter list are numbered; exercise
+    numbers restart in each chapter."""
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(site + "transforms.html", wait_until="networkidle")
+        title = page.locator("article h1").first.inner_text()
+        sections = page.locator("article h2").all_inner_texts()
+        exercises = page.locator("div.exercise p.admonition-title").all_inner_texts()
+        sidebar = page.locator(".bd-sidebar-primary nav a").all_inner_texts()
+    finally:
+        context.close()
+    assert title.startswith("2. Transformations"), title
+    assert sections and all(s.startswith(f"2.{i}. ") for i, s in enumerate(sections, 1)), sections
+    assert exercises and exercises[0].startswith("Exercise 2.1"), exercises
+    numbered = [a for a in sidebar if a.split(" ", 1)[0].rstrip(".").isdigit()]
+    assert any(a.startswith("1. JAX as accelerated NumPy") for a in numbered), sidebar
+    assert any(a.startswith("10. ") and "shard_map" in a for a in numbered), sidebar
+    assert log["errors"] == []

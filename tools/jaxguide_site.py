@@ -21,6 +21,8 @@ the causes:
   set to ``"auto"``.
 * **Figures**: each PNG output is stored as a 256-colour palette image when that looks
   the same (mean error under one grey level), typically a third of the size.
+* **Search scorer**: ``html_search_scorer`` (``book/_static/jaxguide-search.js``) is
+  resolved against the book's folder, not the working directory.
 * **Favicon**: configured in ``_config.yml`` (``html.favicon``), so browsers do not
   request a missing ``/favicon.ico``.
 """
@@ -310,7 +312,16 @@ def _clear_rewritten(app: Sphinx) -> None:
         path.unlink(missing_ok=True)
 
 
+def _scorer_path(app: Sphinx, config) -> None:
+    """``html_search_scorer`` is opened relative to the working directory; resolve it
+    against the book's folder, so the build works from any directory."""
+    scorer = config.html_search_scorer
+    if scorer and not Path(scorer).is_absolute():
+        config.html_search_scorer = str(Path(app.confdir) / scorer)
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _scorer_path)
     app.connect("builder-inited", _clear_rewritten)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
