@@ -203,6 +203,8 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
     problems += [f"broken link {b}" for b in _broken_links(root, base, hrefs)]
     size = sum(log["bytes"].values())
     problems += [f"loads {u}" for u in log["bytes"] if "fontawesome.js" in u or "mathjax" in u.lower()]
+    # The search index is for search.html alone (tools/jaxguide_site.py drops it elsewhere).
+    problems += [f"loads the search index: {u}" for u in log["bytes"] if urlsplit(u).path.endswith("/searchindex.js")]
     if chapter:
         if size > budget:
             problems.append(f"transfers {size:,} bytes, more than the budget of {budget:,}")
@@ -228,6 +230,7 @@ BAD_PAGE = """<!doctype html><html><head><title>bad</title></head><body>
 <a href="good.html#nowhere">dangling anchor</a> <a href="absent.html">missing page</a> <a href="#here">fine</a>
 <div class="cell"><div class="cell_input"><div class="highlight"><pre style="width:100px;overflow:auto">x = 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13 + 14 + 15 + 16</pre></div></div>
 <div class="cell_output" style="display:none"><pre>hidden output</pre></div></div>
+<script src="searchindex.js"></script>
 <p id="here">here</p></body></html>"""
 
 
@@ -235,6 +238,7 @@ def test_page_checks_catch_planted_problems(browser, tmp_path):
     """Every check above fails on a page that has the problem it looks for."""
     (tmp_path / "bad.html").write_text(BAD_PAGE)
     (tmp_path / "good.html").write_text("<!doctype html><title>good</title><p id='top'>ok</p>")
+    (tmp_path / "searchindex.js").write_text("Search = {};")
     base, server = serve(tmp_path)
     try:
         problems, _ = page_problems(browser, base, tmp_path, "bad", chapter=True, budget=100)
@@ -252,13 +256,19 @@ def test_page_checks_catch_planted_problems(browser, tmp_path):
     assert "invisible code cells or outputs" in text
     assert "code line of at most 79 columns does not fit its box: 'x = 1 + 2" in text
     assert "more than the budget of 100" in text
+    assert "loads the search index" in text
     assert clean == []
 
 
 def test_search_finds_shard_map(browser, site):
-    context, page, log = _new_page(browser)
+    """From a chapter's search button (which loads no index) to the search page's hits."""
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
     try:
-        page.goto(site + "search.html?q=shard_map", wait_until="networkidle")
+        page.goto(site + "migration.html", wait_until="networkidle")
+        page.locator(".search-button__button:visible").first.click()
+        page.keyboard.type("shard_map")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/search.html?q=shard_map*", timeout=10_000)
         page.wait_for_selector("ul.search li a", timeout=20_000)
         hits = page.eval_on_selector_all("ul.search li a", "links => links.map(a => a.getAttribute('href'))")
     finally:

@@ -237,14 +237,26 @@ def _shrink_images(outdir: Path) -> None:
             write_atomic(png, small)
 
 
+_SEARCH_SCRIPTS = re.compile(
+    r'[ \t]*<script src="(?:\.\./)*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)[^"]*"></script>\n?'
+)
+
+
 def _finish(app: Sphinx, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
     static = outdir / "_static"
+    # pydata-sphinx-theme loads Sphinx's search tools and the whole search index in the
+    # head of every page, for its search-as-you-type option. With that option off (its
+    # default, and this book's), only search.html uses them: elsewhere they are ~110 kB
+    # of render-blocking scripts. The search dialog submits to search.html either way.
+    as_you_type = (app.config.html_theme_options or {}).get("search_as_you_type", False)
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         slim = _FA_SCRIPT.sub("", text)
+        if not as_you_type and page.name != "search.html":
+            slim = _SEARCH_SCRIPTS.sub("", slim)
         if slim != text:
             page.write_text(slim, encoding="utf-8")
         if "fontawesome.js" in slim:
