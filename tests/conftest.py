@@ -154,15 +154,17 @@ def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
     logs = tmp / "logs"  # files, not pipes: a full pipe would stall a chatty kernel
     logs.mkdir()
     procs: dict[str, subprocess.Popen] = {}
+    handles = {}
     # Longest first, two at a time (this machine has 2 cores): the last to start is short.
     pending = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
     failures = []
     while pending or procs:
         while pending and len(procs) < 2:
             nb = pending.pop(0)
+            handles[nb.stem] = (logs / f"{nb.stem}.log").open("w")
             procs[nb.stem] = subprocess.Popen(
                 [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)], cwd=work,
-                stdout=(logs / f"{nb.stem}.log").open("w"), stderr=subprocess.STDOUT,
+                stdout=handles[nb.stem], stderr=subprocess.STDOUT,
                 env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp)},
             )
         while True:  # wait for whichever finishes first
@@ -172,7 +174,7 @@ def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
             time.sleep(0.2)
         for name in done:
             proc = procs.pop(name)
-            proc.stdout.close()
+            handles.pop(name).close()
             out = (logs / f"{name}.log").read_text(errors="replace")
             if proc.returncode != 0:
                 failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")

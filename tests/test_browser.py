@@ -204,7 +204,8 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
     size = sum(log["bytes"].values())
     problems += [f"loads {u}" for u in log["bytes"] if "fontawesome.js" in u or "mathjax" in u.lower()]
     # The search index is for search.html alone (tools/jaxguide_site.py drops it elsewhere).
-    problems += [f"loads the search index: {u}" for u in log["bytes"] if urlsplit(u).path.endswith("/searchindex.js")]
+    if name != "search":
+        problems += [f"loads the search index: {u}" for u in log["bytes"] if urlsplit(u).path.endswith("/searchindex.js")]
     if chapter:
         if size > budget:
             problems.append(f"transfers {size:,} bytes, more than the budget of {budget:,}")

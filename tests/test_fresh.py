@@ -61,9 +61,10 @@ def executed(log: str) -> set[str]:
 
 def make_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    (repo / "book").mkdir(parents=True)
+    (repo / "book").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "_config.yml", repo)
     shutil.copytree(ROOT / "tools", repo / "tools")
+    shutil.copytree(ROOT / "book" / "_static", repo / "book" / "_static")
     shutil.copytree(ROOT / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     (repo / "_toc.yml").write_text("format: jb-book\nroot: a\nchapters:\n  - file: b\n")
     os.symlink("../_toc.yml", repo / "book" / "_toc.yml")
