@@ -227,3 +227,23 @@ def images(book, chapter):
     from bs4 import BeautifulSoup
 
     return BeautifulSoup(book.page(chapter), "html.parser").select("div.cell_output img")
+
+
+UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def seconds(text: str) -> float:
+    """Seconds from a duration as ``jaxguide.format_seconds`` writes it ('2.65 s')."""
+    value, unit = text.split()
+    return float(value) * UNITS[unit]
+
+
+def cell_output(book, chapter: str, marker: str) -> str:
+    """The printed output of the one code cell of ``chapter`` whose source contains
+    ``marker`` (ANSI colours removed)."""
+    cells = [
+        c for c in load(book.notebook(chapter))["cells"]
+        if c["cell_type"] == "code" and marker in source(c)
+    ]
+    assert len(cells) == 1, (chapter, marker, len(cells))
+    return ANSI_RE.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))

@@ -9,54 +9,34 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import ANSI_RE, VERDICT, glued, load, output_text, page_text, source
+from bookcheck import VERDICT, cell_output, glued, load, page_text, seconds, source
 
 pytestmark = pytest.mark.book
-
-UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def seconds(text: str) -> float:
-    """Seconds from a duration as ``format_seconds`` writes it ('2.65 s', '922 µs')."""
-    value, unit = text.split()
-    return float(value) * UNITS[unit]
-
-
-def cell_output(book, marker: str) -> str:
-    """The printed output of the one code cell whose source contains ``marker``."""
-    cells = [
-        c
-        for c in load(book.notebook("numpy"))["cells"]
-        if c["cell_type"] == "code" and marker in source(c)
-    ]
-    assert len(cells) == 1, (marker, len(cells))
-    return ANSI_RE.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))
-
 
 def test_formatted_outputs(book):
     text = page_text(book, "numpy")
     for raw in ("Array(", "ArrayImpl", "weak_type=True)", "e-01", "e+00"):
         assert raw not in text, raw
     assert "seed" not in text.lower()
-    out = cell_output(book, "sin_np, sin_jx = ")
+    out = cell_output(book, "numpy", "sin_np, sin_jx = ")
     diff = float(re.search(r"largest difference: (\S+)", out).group(1))
     assert 0 < diff < 1e-6  # float32 precision, as the prose says
 
 
 def test_in_place_and_donation(book):
-    out = cell_output(book, "def scale_then_set")
+    out = cell_output(book, "numpy", "def scale_then_set")
     assert "multiply, dynamic-update-slice" in out  # one fused loop
     assert "temporaries: 0 B" in out
-    out = cell_output(book, "def bump_first")
+    out = cell_output(book, "numpy", "def bump_first")
     plain, donating = out.splitlines()[:2]
     assert plain.endswith("aliased to the input 0 B")
     assert donating.endswith("aliased to the input 3.81 MiB")
     assert "input deleted after the donating call: True" in out
-    assert "Array has been deleted" in cell_output(book, "big + 1.0")
+    assert "Array has been deleted" in cell_output(book, "numpy", "big + 1.0")
 
 
 def test_out_of_bounds(book):
-    out = cell_output(book, 'x.at[10].set(99.0, mode="clip")')
+    out = cell_output(book, "numpy", 'x.at[10].set(99.0, mode="clip")')
     lines = {l.split(" ")[0]: l for l in out.splitlines()}
     assert lines["x"].endswith("[0. 1. 2. 3. 4.]")
     assert lines["x[10]"].endswith(" 4.0")  # read clamped to the last element
@@ -69,9 +49,9 @@ def test_block_until_ready_and_eager_compiles(book):
     g = glued(book, "numpy")
     text = page_text(book, "numpy")
     assert ". block_until_ready ()" in text  # the idiom, called directly
-    out = cell_output(book, "count_compiles")
+    out = cell_output(book, "numpy", "count_compiles")
     counts = [int(n) for n in re.findall(r"(\d+) compilations", out)]
-    jaxpr = cell_output(book, "print(jax.make_jaxpr(chain)(m))")
+    jaxpr = cell_output(book, "numpy", "print(jax.make_jaxpr(chain)(m))")
     n_eqns = len([l for l in jaxpr.splitlines() if " = " in l])
     # One compilation per operation on a new shape, none on a repeat call.
     assert counts == [n_eqns, 0, n_eqns] and g["eager_compiles"] == n_eqns
@@ -85,19 +65,19 @@ def test_block_until_ready_and_eager_compiles(book):
 
 def test_fusion_evidence(book):
     g = glued(book, "numpy")
-    out = cell_output(book, "horner_report = analyze")
+    out = cell_output(book, "numpy", "horner_report = analyze")
     assert "fusions: 1" in out
     ops = re.search(r"fusion \(\w+\): (.*)", out).group(1).split(", ")
     assert ops.count("multiply") == 5 and ops.count("add") == 5
     assert ops[-1] == "reduce" and g["horner_n_ops"] == len(ops) == 11
     assert g["horner_temp"] == "0 B" and "temporaries 0 B" in out
     # The transcendental chain: sine in a fusion of its own, a temporary between.
-    out = cell_output(book, "chain_report = analyze")
+    out = cell_output(book, "numpy", "chain_report = analyze")
     fusions = [l for l in out.splitlines() if "fusion (" in l or "_sine" in l]
     assert any(l.split(": ")[1] == "sine" for l in fusions)
     assert "temporaries: 3.81 MiB" in out
     # The matrix product compiles to one dot and nothing else.
-    out = cell_output(book, "def gram")
+    out = cell_output(book, "numpy", "def gram")
     assert re.search(r"^\S+ \(\w+\): dot$", out, flags=re.M), out
 
 
@@ -126,7 +106,7 @@ def test_page_shape(book):
     text = soup.get_text(" ")
     assert "DeviceSetup(platform='cpu', count=8" in text
     # The printed sines agree with an independent NumPy computation.
-    out = cell_output(book, "sin_np, sin_jx = ")
+    out = cell_output(book, "numpy", "sin_np, sin_jx = ")
     expected = np.sin(np.linspace(0.0, np.pi, 5))
     shown = out.splitlines()[0].split("[")[1].rstrip("]").split()
     np.testing.assert_allclose([float(v) for v in shown], expected, atol=1e-4)
@@ -154,19 +134,19 @@ def test_page_shape(book):
 
 
 def test_lists_refused(book):
-    out = cell_output(book, "jnp.sum([1, 2, 3])")
+    out = cell_output(book, "numpy", "jnp.sum([1, 2, 3])")
     assert "TypeError" in out and "got <class 'list'>" in out
 
 
 def test_type_promotion(book):
-    out = cell_output(book, "int32 + float16 in NumPy")
+    out = cell_output(book, "numpy", "int32 + float16 in NumPy")
     assert "in NumPy: float64" in out and "in JAX:   float16" in out
 
 
 def test_lax_beneath_jnp(book):
-    jaxpr = cell_output(book, "jax.make_jaxpr(jnp.add)(f32_one, i32_one)")
+    jaxpr = cell_output(book, "numpy", "jax.make_jaxpr(jnp.add)(f32_one, i32_one)")
     assert "convert_element_type[new_dtype=float32" in jaxpr and " add " in jaxpr
-    out = cell_output(book, "lax.add(f32_one, i32_one)")
+    out = cell_output(book, "numpy", "lax.add(f32_one, i32_one)")
     assert "TypeError" in out and "requires arguments to have the same dtypes" in out
 
 
@@ -176,13 +156,13 @@ def test_out_of_bounds_modes_and_links(book):
     soup = BeautifulSoup(book.page("numpy"), "html.parser")
     hrefs = [a.get("href", "") for a in soup.select("a")]
     assert any(h.startswith("debugging.html") for h in hrefs)  # checkify
-    out = cell_output(book, "def shift_left")
+    out = cell_output(book, "numpy", "def shift_left")
     assert "plain indexing: [2. 3. 4. 4.]" in out  # clamped
     assert "shift_left:     [2. 3. 4. 0.]" in out
 
 
 def test_conversion_copies(book):
     """The prose says NumPy reads a JAX array in place here and jnp copies."""
-    out = cell_output(book, "as_np = np.asarray(x_jx)")
+    out = cell_output(book, "numpy", "as_np = np.asarray(x_jx)")
     assert "np.asarray(JAX array) reuses its buffer:  True (writeable: False)" in out
     assert "jnp.asarray(NumPy array) reuses its buffer: False" in out

@@ -8,30 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import ANSI_RE, VERDICT, glued, load, output_text, page_text, source
+from bookcheck import VERDICT, cell_output, glued, page_text, seconds
 
 pytestmark = pytest.mark.book
-
-UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def seconds(text: str) -> float:
-    """Seconds from a duration as ``format_seconds`` writes it ('69.3 ms')."""
-    value, unit = text.split()
-    return float(value) * UNITS[unit]
-
-
-def cell_output(book, marker: str) -> str:
-    """The printed output of the one code cell whose source contains ``marker``."""
-    cells = [
-        c
-        for c in load(book.notebook("transforms"))["cells"]
-        if c["cell_type"] == "code" and marker in source(c)
-    ]
-    assert len(cells) == 1, (marker, len(cells))
-    text = "".join(output_text(o) for o in cells[0].get("outputs", []))
-    return ANSI_RE.sub("", text)
-
 
 def test_transforms(book):
     g = glued(book, "transforms")
@@ -62,11 +41,11 @@ def test_no_raw_reprs(book):
 
 def test_cond_branches(book):
     """A scalar cond runs one branch; under vmap both run, and the jaxpr has a select."""
-    out = cell_output(book, "def relu_loud")
+    out = cell_output(book, "transforms", "def relu_loud")
     scalar, batched = out.split("jit of vmap, a predicate per element:")
     assert scalar.count("branch ran") == 1 and "positive branch ran" in scalar
     assert "negative branch ran" in batched and "positive branch ran" in batched
-    jaxprs = cell_output(book, "jax.make_jaxpr(jax.vmap(relu_cond))")
+    jaxprs = cell_output(book, "transforms", "jax.make_jaxpr(jax.vmap(relu_cond))")
     # Two top-level jaxprs, each starting at the beginning of a line.
     scalar_jaxpr, batched_jaxpr = re.split(r"^\{ lambda", jaxprs, flags=re.M)[1:]
     assert "cond[" in scalar_jaxpr and "branches=(" in scalar_jaxpr
@@ -88,7 +67,7 @@ def test_model_in_the_open_and_counts(book):
     assert f"one example: {g['n_single']} operations" in text
     assert f"vmap over 1000: {g['n_batch']} operations, each on" in text
     assert "gradient of 'w': shape (8, 5)" in text  # per example
-    out = cell_output(book, "def init_params")
+    out = cell_output(book, "transforms", "def init_params")
     assert "gradient of 'w': shape (5,)" in out and "gradient of 'b': shape ()" in out
 
 
@@ -108,7 +87,7 @@ def test_figure_has_alt_text(book):
 
 
 def test_trace_time_globals_and_cache(book):
-    out = cell_output(book, "def add_offset")
+    out = cell_output(book, "transforms", "def add_offset")
     assert "offset = 1:   add_offset(1.0) = 2.0" in out
     assert "offset = 100: add_offset(1.0) = 2.0  (cached)" in out
     assert "new shape -> [101. 101.]" in out
@@ -127,7 +106,7 @@ def test_first_call_ratio_glued(book):
 
 def test_first_call_stages(book):
     """The stages JAX reports for the first call are printed, and fit inside it."""
-    out = cell_output(book, "def record_stage")
+    out = cell_output(book, "transforms", "def record_stage")
     first = re.search(r"first call (\S+ \S+)", out).group(1)
     stages = dict(
         re.findall(r"^  (\S.*?) +(\S+ \S+)$", out, flags=re.M)
@@ -142,11 +121,11 @@ def test_first_call_stages(book):
 
 def test_python_runs_eager_vs_jit(book):
     """Eager code runs its Python on every call; jitted code once, while tracing."""
-    out = cell_output(book, "step_eager = counting(")
+    out = cell_output(book, "transforms", "step_eager = counting(")
     eager = int(re.search(r"eager step: Python body ran (\d+) times", out).group(1))
     assert eager > 1 and "jit step: Python body ran 1 time\n" in out
     assert glued(book, "transforms")["step_eager_runs"] == eager
-    out = cell_output(book, "eager_vmap = jax.vmap(")
+    out = cell_output(book, "transforms", "eager_vmap = jax.vmap(")
     assert "3 calls of vmap: predict_single ran 3 times" in out
     assert "3 calls of jit(vmap): predict_single ran 1 time\n" in out
 
@@ -164,5 +143,5 @@ def test_cross_references(book):
 
 def test_retrace_exercise(book):
     """Weak and strong float32 scalars are different cache keys: four traces."""
-    out = cell_output(book, "g_types = []")
+    out = cell_output(book, "transforms", "g_types = []")
     assert "4 traces: ~float32[], float32[], float32[2], ~int32[]" in out
