@@ -171,7 +171,7 @@ def benchmark(
 def _factor(x: float) -> str:
     """A ratio of two noisy timings, with no more digits than it can carry:
     ``'4.2'``, ``'37'``, ``'6100'``."""
-    if x < 10:
+    if round(x, 1) < 10:  # 9.97 would print as '10.0': it goes to the two-figure form
         return f"{x:.1f}"
     digits = len(str(int(x))) - 2  # keep two significant figures
     return f"{round(x, -digits):.0f}"
