@@ -36,9 +36,13 @@ def format_seconds(seconds: float) -> str:
         ValueError: ``seconds`` is negative, NaN or infinite.
     """
     seconds = _checks.real("format_seconds", "seconds", seconds, minimum=0)
+    # Round to 3 significant digits before choosing the unit: 0.9996 s is "1 s",
+    # not "1e+03 ms".
+    seconds = float(f"{seconds:.3g}")
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
+            value = round(seconds / scale, 9)  # 1.23e-3 / 1e-3 is 1.2300000000000002
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
 
 
