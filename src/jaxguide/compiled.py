@@ -55,7 +55,7 @@ _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+) .*\{\s*$")
 
 
 def format_bytes(n: float) -> str:
-    """Format a byte count with a binary unit: ``'512 B'``, ``'4.0 KiB'``, ``'1.50 MiB'``.
+    """Format a byte count with a binary unit: ``'512 B'``, ``'4 KiB'``, ``'1.5 MiB'``.
 
     Raises:
         TypeError: ``n`` is not a number.
