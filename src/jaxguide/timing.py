@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from jaxguide import _checks
 
-__all__ = ["Timing", "benchmark", "compare", "format_seconds", "glue", "plot_timings", "table"]
+__all__ = ["Timing", "benchmark", "compare", "format_seconds", "plot_timings", "table"]
 
 
 def format_seconds(seconds: float) -> str:
@@ -207,24 +207,6 @@ def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: b
     factor = ratio if ratio > 1 else 1 / ratio
     text = f"{_factor(factor)}× faster" if ratio > 1 else f"{_factor(factor)}× slower"
     return text + " than" if prose else text
-
-
-def glue(key: str, value, display: bool = False) -> None:
-    """Store ``value`` under ``key`` for the book's prose (myst-nb ``glue``).
-
-    In the built book ``{glue:text}`key``` shows it. Where myst-nb is not installed
-    (Colab, a plain Jupyter), it shows the value if ``display`` is true and otherwise
-    does nothing, so chapters run unchanged there.
-    """
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"glue(key, value): key must be a non-empty str, got {key!r}.")
-    try:
-        from myst_nb import glue as _glue
-    except ImportError:
-        if display:
-            print(f"{key} = {value}")
-        return
-    _glue(key, value, display=display)
 
 
 def table(timings: Sequence[Timing], baseline: Timing | None = None) -> str:

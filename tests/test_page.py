@@ -8,11 +8,11 @@ def test_provenance_describes_the_running_jax():
     import datetime
     import time
 
-    from jaxguide import runinfo
+    from jaxguide import page
 
-    before = time.perf_counter() - runinfo._STARTED
+    before = time.perf_counter() - page._STARTED
     p = provenance()
-    after = time.perf_counter() - runinfo._STARTED
+    after = time.perf_counter() - page._STARTED
     assert before <= p.seconds <= after          # seconds since import jaxguide, now
     now = datetime.datetime.now(datetime.timezone.utc)
     assert p.executed_at in {
