@@ -34,14 +34,17 @@ def test_logistic_loss_stays_finite_for_confident_predictions():
 
 def test_feature_mismatch_names_both_sizes():
     params = models.init_linear(jax.random.key(0), 3)
-    with pytest.raises(ValueError, match=r"x has 5 features .* params\['w'\] expects 3"):
+    with pytest.raises(ValueError, match=r"predict_linear: the data has 5 features \(x.shape=\(2, 5\)\) but the model expects 3"):
         models.predict_linear(params, jnp.ones((2, 5)))
-    with pytest.raises(TypeError, match="dict with keys 'w' and 'b'"):
+    with pytest.raises(ValueError, match=r"mse_loss: the data has no features"):
+        models.mse_loss(params, jnp.float32(1.0), jnp.float32(1.0))
+    with pytest.raises(TypeError, match=r"predict_logistic\(params=...\): params must be a dict with keys 'w' and 'b'"):
         models.predict_logistic([1, 2], jnp.ones(3))
 
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: models.init_linear(jax.random.key(0), 0), ValueError, r"init_linear\(n_features=0\): n_features must be an int >= 1"),
+    (lambda: models.init_linear(jax.random.key(0), 2, scale=float("nan")), ValueError, r"init_linear\(scale=nan\): scale must be a finite"),
     (lambda: data.linear_regression(jax.random.key(0), -1, 2), ValueError, r"linear_regression\(n_samples=-1\)"),
     (lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=-1), ValueError, r"linear_regression\(noise=-1.0\): noise must be >= 0"),
     (lambda: data.logistic_regression(jax.random.key(0), 5, 2.5), TypeError, r"logistic_regression\(n_features=2.5\): n_features must be an int"),

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest
 
-from jaxguide import Timing, benchmark, compare, format_seconds, glue, plot_timings
+from jaxguide import Timing, benchmark, compare, format_seconds, plot_timings
 from jaxguide.timing import table
 
 
@@ -161,11 +161,6 @@ def test_table_lists_every_timing_against_the_baseline():
     rows = table([fake("numpy", 0.01), fake("jit", 0.005)], fake("numpy", 0.01)).splitlines()
     assert rows[0].split() == ["median", "IQR", "first", "call", "vs", "numpy"]
     assert rows[3].startswith("jit") and rows[3].endswith("2.0× faster")
-
-
-def test_glue_checks_its_key():
-    with pytest.raises(ValueError, match="key must be a non-empty str"):
-        glue("", 1)
 
 
 def test_plot_timings_draws_one_bar_per_timing():
