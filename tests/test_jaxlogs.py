@@ -61,9 +61,7 @@ def test_capture_level_filters():
     assert logs == ["kept"]
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"logger": 3}, {"level": "WARNING"}, {"level": True}]
-)
+@pytest.mark.parametrize("kwargs", [{"logger": 3}, {"level": "WARNING"}, {"level": True}])
 def test_capture_checks_arguments(kwargs):
     with pytest.raises(TypeError, match="capture_jax_logs"):
         with capture_jax_logs(**kwargs):

@@ -18,7 +18,9 @@ def test_cross_entropy_matches_numpy_for_valid_labels():
 @pytest.mark.parametrize("bad, shown", [(3, r"\[3\]"), (7, r"\[7\]"), (-1, r"\[-1\]")])
 def test_cross_entropy_refuses_concrete_labels_out_of_range(bad, shown):
     logits = jnp.zeros((2, 3))
-    with pytest.raises(ValueError, match=r"cross_entropy: labels must be class indices in \[0, 3\).*got " + shown):
+    with pytest.raises(
+        ValueError, match=r"cross_entropy: labels must be class indices in \[0, 3\).*got " + shown
+    ):
         models.cross_entropy(logits, jnp.array([0, bad]))
 
 

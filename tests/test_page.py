@@ -14,8 +14,8 @@ def test_provenance_describes_the_running_jax():
     before = time.perf_counter() - page._STARTED
     p = provenance()
     after = time.perf_counter() - page._STARTED
-    assert before <= p.seconds <= after          # seconds since import jaxguide, now
-    now = datetime.datetime.now(datetime.timezone.utc)
+    assert before <= p.seconds <= after  # seconds since import jaxguide, now
+    now = datetime.datetime.now(datetime.UTC)
     assert p.executed_at in {
         (now - datetime.timedelta(minutes=m)).strftime("%Y-%m-%d %H:%M UTC") for m in (0, 1)
     }

@@ -127,13 +127,19 @@ def test_split_and_shard_batch(mesh):
 
 
 def test_batch_helper_errors(mesh):
-    with pytest.raises(ValueError, match=r"batch of 10 examples does not divide across 8 devices.*multiple of 8 \(e.g. 16 or 8\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"batch of 10 examples does not divide across 8 devices.*multiple of 8 \(e.g. 16 or 8\)",
+    ):
         split_batch(jnp.zeros((10, 3)))
     with pytest.raises(ValueError, match="batch of 6 examples does not divide across 8 devices"):
         shard_batch(jnp.zeros((6, 2)), mesh, ("x", "y"))
     with pytest.raises(ValueError, match="same batch size"):
         split_batch((jnp.zeros((8, 3)), jnp.zeros(16)))
-    with pytest.raises(ValueError, match=r"shard_batch\(axis='z'\): the mesh has axes \('x', 'y'\); 'z' is not among them"):
+    with pytest.raises(
+        ValueError,
+        match=r"shard_batch\(axis='z'\): the mesh has axes \('x', 'y'\); 'z' is not among them",
+    ):
         shard_batch(jnp.zeros((8, 2)), mesh, "z")
     with pytest.raises(TypeError, match=r"shard_batch\(axis=3\): axis must be a mesh axis name"):
         shard_batch(jnp.zeros((8, 2)), mesh, 3)
@@ -150,14 +156,44 @@ def test_make_mesh(mesh):
 @pytest.mark.parametrize(
     "args, kwargs, error, message",
     [
-        (((4, 4), ("x", "y")), {}, ValueError, r"needs 16 devices, but JAX has 8.*setup_devices\(16\)"),
-        (((8,), ("x", "y")), {}, ValueError, r"make_mesh\(names=\('x', 'y'\)\): names must be 1 distinct"),
+        (
+            ((4, 4), ("x", "y")),
+            {},
+            ValueError,
+            r"needs 16 devices, but JAX has 8.*setup_devices\(16\)",
+        ),
+        (
+            ((8,), ("x", "y")),
+            {},
+            ValueError,
+            r"make_mesh\(names=\('x', 'y'\)\): names must be 1 distinct",
+        ),
         (((4, 2), ("x", "x")), {}, ValueError, "names must be 2 distinct"),
-        (((0, 8), ("x", "y")), {}, ValueError, r"make_mesh\(shape=\(0, 8\)\): shape must be a non-empty tuple of ints >= 1"),
-        (((8.0,), ("x",)), {}, TypeError, r"make_mesh\(shape=\(8.0,\)\): shape must hold ints only"),
+        (
+            ((0, 8), ("x", "y")),
+            {},
+            ValueError,
+            r"make_mesh\(shape=\(0, 8\)\): shape must be a non-empty tuple of ints >= 1",
+        ),
+        (
+            ((8.0,), ("x",)),
+            {},
+            TypeError,
+            r"make_mesh\(shape=\(8.0,\)\): shape must hold ints only",
+        ),
         (("8", ("x",)), {}, TypeError, r"make_mesh\(shape='8'\): shape must be a tuple of ints"),
-        (((8,), (1,)), {}, TypeError, r"make_mesh\(names=\(1,\)\): names must be a tuple of axis names"),
-        (((8,), "x"), {"explicit": 1}, TypeError, r"make_mesh\(explicit=1\): explicit must be True or False"),
+        (
+            ((8,), (1,)),
+            {},
+            TypeError,
+            r"make_mesh\(names=\(1,\)\): names must be a tuple of axis names",
+        ),
+        (
+            ((8,), "x"),
+            {"explicit": 1},
+            TypeError,
+            r"make_mesh\(explicit=1\): explicit must be True or False",
+        ),
     ],
 )
 def test_make_mesh_errors(args, kwargs, error, message):
@@ -183,14 +219,17 @@ def test_notation_reads_a_partition_spec_as_a_spec():
 def test_notation_refuses_what_is_not_an_array_sharding_or_spec(bad):
     from jaxguide.sharding import notation
 
-    with pytest.raises(TypeError, match=r"notation\(.*\): expected a jax.Array, a sharding or a PartitionSpec"):
+    with pytest.raises(
+        TypeError, match=r"notation\(.*\): expected a jax.Array, a sharding or a PartitionSpec"
+    ):
         notation(bad)
 
 
 def test_notation_of_a_sharding_object_and_an_abstract_array():
     import jax
     import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from jaxguide.sharding import make_mesh, notation
 
@@ -208,7 +247,11 @@ def test_shard_batch_refuses_what_is_not_a_mesh():
 
     from jaxguide.sharding import shard_batch
 
-    with pytest.raises(TypeError, match=r"shard_batch\(mesh=None\): mesh must be a jax.sharding.Mesh"):
+    with pytest.raises(
+        TypeError, match=r"shard_batch\(mesh=None\): mesh must be a jax.sharding.Mesh"
+    ):
         shard_batch(jnp.zeros((8, 2)), None)
-    with pytest.raises(TypeError, match=r"shard_batch\(mesh=\(8,\)\): mesh must be a jax.sharding.Mesh"):
+    with pytest.raises(
+        TypeError, match=r"shard_batch\(mesh=\(8,\)\): mesh must be a jax.sharding.Mesh"
+    ):
         shard_batch(jnp.zeros((8, 2)), (8,))

@@ -3,7 +3,6 @@ data parallelism matches one device, checkpoints round-trip exactly, bad input i
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,18 +39,20 @@ def test_train_test_split_partitions_the_examples():
     (xa, ya), (xb, yb) = data.train_test_split(x, y, test_fraction=0.25, seed=1)
     assert len(xb) == 5 and len(xa) == 15
     assert sorted(ya.tolist() + yb.tolist()) == list(range(20))
-    np.testing.assert_array_equal(xa[:, 0], ya)       # rows stay paired
+    np.testing.assert_array_equal(xa[:, 0], ya)  # rows stay paired
 
 
 def test_batch_at_is_a_pure_function_of_the_step_and_covers_each_epoch():
     x = np.arange(10.0)
-    first = [data.batch_at(x, s, batch_size=3, seed=5) for s in range(3)]   # one epoch: 3 batches
+    first = [data.batch_at(x, s, batch_size=3, seed=5) for s in range(3)]  # one epoch: 3 batches
     again = [data.batch_at(x, s, batch_size=3, seed=5) for s in (2, 0, 1)]
     np.testing.assert_array_equal(first[2], again[0])
     np.testing.assert_array_equal(first[0], again[1])
     seen = np.concatenate(first)
-    assert len(set(seen.tolist())) == 9                  # no repeats inside an epoch; one left over
-    assert not np.array_equal(data.batch_at(x, 3, batch_size=3, seed=5), first[0])  # new order next epoch
+    assert len(set(seen.tolist())) == 9  # no repeats inside an epoch; one left over
+    assert not np.array_equal(
+        data.batch_at(x, 3, batch_size=3, seed=5), first[0]
+    )  # new order next epoch
     bx, by = data.batch_at((x, x * 2), 4, batch_size=3, seed=5)
     np.testing.assert_array_equal(by, bx * 2)
 
@@ -59,12 +60,36 @@ def test_batch_at_is_a_pure_function_of_the_step_and_covers_each_epoch():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: data.batch_at(np.ones(10), 0, batch_size=11), "batch_size=11 is larger than the 10 examples"),
-        (lambda: data.batch_at(np.ones(10), -1, batch_size=2), "step"),
+        (
+            lambda: data.batch_at(np.ones(10), 0, batch_size=11),
+            "batch_size=11 is larger than the 10 examples",
+        ),
+        (
+            lambda: data.batch_at(np.ones(10), -1, batch_size=2),
+            r"batch_at\(step=-1\): step must be an int >= 0",
+        ),
         (lambda: data.batch_at((np.ones(10), np.ones(9)), 0, batch_size=2), "same length"),
-        (lambda: data.spirals(jax.random.key(0), 100, n_classes=1), "n_classes >= 2"),
+        (
+            lambda: data.spirals(jax.random.key(0), 100, n_classes=1),
+            r"spirals\(n_classes=1\): n_classes must be an int >= 2",
+        ),
+        (
+            lambda: data.spirals(jax.random.key(0), 2, n_classes=3),
+            r"spirals\(n_samples=2\): n_samples must be at least n_classes=3",
+        ),
         (lambda: data.train_test_split(np.ones(4), np.ones(5)), "x has 4 examples but y has 5"),
-        (lambda: data.train_test_split(np.ones(4), np.ones(4), test_fraction=1.5), "test_fraction"),
+        (
+            lambda: data.train_test_split(np.ones(4), np.ones(4), test_fraction=1.5),
+            r"train_test_split\(test_fraction=1.5\): test_fraction must be in \(0, 1\)",
+        ),
+        (
+            lambda: data.train_test_split(np.ones(4), np.ones(4), seed=-2),
+            r"train_test_split\(seed=-2\): seed must be an int >= 0",
+        ),
+        (
+            lambda: data.batch_at(np.ones(10), 0, batch_size=2, seed=-1),
+            r"batch_at\(seed=-1\): seed must be an int >= 0",
+        ),
     ],
 )
 def test_data_errors(call, message):
@@ -72,7 +97,7 @@ def test_data_errors(call, message):
         call()
 
 
-# ------------------------------------------------------------------- nn
+# ------------------------------------------------------------------- models
 
 
 def test_mlp_matches_a_numpy_forward_pass():
@@ -83,21 +108,35 @@ def test_mlp_matches_a_numpy_forward_pass():
     np.testing.assert_allclose(models.mlp(params, x), expected, rtol=1e-5, atol=1e-6)
     labels = np.array([0, 2, 1, 1])
     log_p = expected - np.log(np.exp(expected).sum(axis=1, keepdims=True))
-    assert float(models.cross_entropy(jnp.asarray(expected), labels)) == pytest.approx(-log_p[np.arange(4), labels].mean(), rel=1e-5)
-    assert float(models.accuracy(jnp.asarray(expected), labels)) == np.mean(expected.argmax(1) == labels)
+    assert float(models.cross_entropy(jnp.asarray(expected), labels)) == pytest.approx(
+        -log_p[np.arange(4), labels].mean(), rel=1e-5
+    )
+    assert float(models.accuracy(jnp.asarray(expected), labels)) == np.mean(
+        expected.argmax(1) == labels
+    )
 
 
 def test_model_errors_name_the_mismatch():
     params = models.init_mlp(jax.random.key(0), (3, 4, 2))
-    with pytest.raises(ValueError, match=r"mlp: the data has 2 features \(x.shape=\(5, 2\)\) but the model expects 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"mlp: the data has 2 features \(x.shape=\(5, 2\)\) but the model expects 3",
+    ):
         models.mlp(params, jnp.ones((5, 2)))
-    with pytest.raises(ValueError, match="labels of shape \\(4,\\) do not match logits of shape \\(5, 2\\)"):
+    with pytest.raises(
+        ValueError, match="labels of shape \\(4,\\) do not match logits of shape \\(5, 2\\)"
+    ):
         models.cross_entropy(jnp.ones((5, 2)), jnp.zeros(4, dtype=jnp.int32))
     with pytest.raises(TypeError, match="integer class indices"):
         models.accuracy(jnp.ones((5, 2)), jnp.zeros(5))
-    with pytest.raises(ValueError, match=r"init_mlp\(sizes=\(3,\)\): sizes needs at least two widths"):
+    with pytest.raises(
+        ValueError, match=r"init_mlp\(sizes=\(3,\)\): sizes needs at least two widths"
+    ):
         models.init_mlp(jax.random.key(0), (3,))
-    with pytest.raises(ValueError, match=r"init_mlp\(sizes=\(2, 0, 3\)\): sizes must be a non-empty tuple of ints >= 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"init_mlp\(sizes=\(2, 0, 3\)\): sizes must be a non-empty tuple of ints >= 1",
+    ):
         models.init_mlp(jax.random.key(0), (2, 0, 3))
     with pytest.raises(TypeError, match=r"init_mlp\(sizes=\(2, 4.5\)\): sizes must hold ints only"):
         models.init_mlp(jax.random.key(0), (2, 4.5))
@@ -115,8 +154,15 @@ def test_training_converges(spirals):
     lines = []
     evaluate = jax.jit(lambda p: {"acc": models.accuracy(models.mlp(p, xt), yt)})
     params, _, history = train.fit(
-        train.make_step(models.classifier_loss, optimizer), params, optimizer.init(params), (x, y),
-        steps=800, batch_size=64, log_every=200, evaluate=evaluate, print_fn=lines.append,
+        train.make_step(models.classifier_loss, optimizer),
+        params,
+        optimizer.init(params),
+        (x, y),
+        steps=800,
+        batch_size=64,
+        log_every=200,
+        evaluate=evaluate,
+        print_fn=lines.append,
     )
     assert len(lines) == 4 and lines[-1].startswith("step   800/800")
     assert history.steps == list(range(1, 801)) and len(history.loss) == 800
@@ -165,12 +211,15 @@ def _state(seed=0):
 
 def test_checkpoint_round_trip_is_exact(tmp_path):
     state = _state()
-    state["opt_state"] = optax.adamw(1e-3).update(jax.tree.map(jnp.ones_like, state["params"]),
-                                                  state["opt_state"], state["params"])[1]
+    state["opt_state"] = optax.adamw(1e-3).update(
+        jax.tree.map(jnp.ones_like, state["params"]), state["opt_state"], state["params"]
+    )[1]
     folder = checkpoints.save_checkpoint(tmp_path / "run", 7, state)
     assert folder == (tmp_path / "run" / "7").absolute() and folder.is_dir()
     assert checkpoints.checkpoint_steps(tmp_path / "run") == [7]
-    restored, step = checkpoints.restore_checkpoint(tmp_path / "run", jax.eval_shape(lambda: _state(1)))
+    restored, step = checkpoints.restore_checkpoint(
+        tmp_path / "run", jax.eval_shape(lambda: _state(1))
+    )
     assert step == 7
     assert jax.tree.structure(restored) == jax.tree.structure(state)
     for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state)):
@@ -186,9 +235,19 @@ def test_resumed_training_equals_uninterrupted(tmp_path, spirals):
     p, s, _ = train.fit(step, p0, opt.init(p0), (x, y), steps=40, batch_size=32, log_every=None)
     checkpoints.save_checkpoint(tmp_path, 40, {"p": p, "s": s})
     restored, at = checkpoints.restore_checkpoint(tmp_path, {"p": p0, "s": opt.init(p0)})
-    p_resumed, _, h_resumed = train.fit(step, restored["p"], restored["s"], (x, y), steps=40, start=at,
-                                        batch_size=32, log_every=None)
-    p_straight, _, h_straight = train.fit(step, p0, opt.init(p0), (x, y), steps=80, batch_size=32, log_every=None)
+    p_resumed, _, h_resumed = train.fit(
+        step,
+        restored["p"],
+        restored["s"],
+        (x, y),
+        steps=40,
+        start=at,
+        batch_size=32,
+        log_every=None,
+    )
+    p_straight, _, h_straight = train.fit(
+        step, p0, opt.init(p0), (x, y), steps=80, batch_size=32, log_every=None
+    )
     assert h_resumed.loss == h_straight.loss[40:]
     for a, b in zip(jax.tree.leaves(p_resumed), jax.tree.leaves(p_straight)):
         np.testing.assert_array_equal(a, b)
@@ -196,7 +255,10 @@ def test_resumed_training_equals_uninterrupted(tmp_path, spirals):
 
 def test_checkpoint_refuses_a_foreign_directory_and_overwrites_nothing(tmp_path):
     (tmp_path / "results.csv").write_text("keep me")
-    with pytest.raises(checkpoints.CheckpointError, match="holds something other than checkpoints \\(results.csv\\)"):
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match="holds something other than checkpoints \\(results.csv\\)",
+    ):
         checkpoints.save_checkpoint(tmp_path, 0, _state())
     assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]
     assert (tmp_path / "results.csv").read_text() == "keep me"
@@ -214,7 +276,7 @@ def test_checkpoint_refuses_to_overwrite_a_step(tmp_path):
         checkpoints.save_checkpoint(tmp_path, 3, _state(1))
     restored, _ = checkpoints.restore_checkpoint(tmp_path, _state(0))
     for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(_state(0))):
-        np.testing.assert_array_equal(a, b)             # still step 3 of the first save
+        np.testing.assert_array_equal(a, b)  # still step 3 of the first save
 
 
 def test_restore_errors(tmp_path):
@@ -230,19 +292,28 @@ def test_plots(spirals):
 
     matplotlib.use("Agg")
     (x, y), _ = spirals
-    history = train.History(steps=[1, 2, 3], loss=[1.0, 0.5, 0.25], eval_steps=[3], metrics={"acc": [0.9]})
+    history = train.History(
+        steps=[1, 2, 3], loss=[1.0, 0.5, 0.25], eval_steps=[3], metrics={"acc": [0.9]}
+    )
     fig = plots.plot_history(history)
     assert len(fig.axes) == 2
     params = models.init_mlp(jax.random.key(0), (2, 8, 3))
-    ax = plots.plot_decision_boundary(lambda p: models.mlp(params, p), x[:50], y[:50], resolution=20)
+    ax = plots.plot_decision_boundary(
+        lambda p: models.mlp(params, p), x[:50], y[:50], resolution=20
+    )
     assert ax.collections
     with pytest.raises(ValueError, match="expected x of shape \\(n, 2\\)"):
         plots.plot_decision_boundary(lambda p: p, np.ones((5, 3)), np.ones(5))
-    with pytest.raises(TypeError, match=r"plot_history\(history=...\): history must be the History returned by jaxguide.train.fit, got list"):
+    with pytest.raises(
+        TypeError,
+        match=r"plot_history\(history=...\): history must be the History returned by jaxguide.train.fit, got list",
+    ):
         plots.plot_history([1, 2])
     with pytest.raises(ValueError, match="the history recorded no steps"):
         plots.plot_history(train.History())
-    with pytest.raises(TypeError, match=r"plot_decision_boundary\(predict=...\): predict must be a function"):
+    with pytest.raises(
+        TypeError, match=r"plot_decision_boundary\(predict=...\): predict must be a function"
+    ):
         plots.plot_decision_boundary(None, x[:5], y[:5])
 
 
@@ -277,10 +348,22 @@ def test_data_parallel_fit_matches_one_device(spirals):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"batch_size": 60}, ValueError, r"fit\(batch_size=...\): a batch of 60 examples does not divide across 8 devices"),
+        (
+            {"batch_size": 60},
+            ValueError,
+            r"fit\(batch_size=...\): a batch of 60 examples does not divide across 8 devices",
+        ),
         ({"batch_size": 12}, ValueError, "a batch of 12 examples does not divide across 8 devices"),
-        ({"axis": "data"}, ValueError, r"fit\(axis='data'\): the mesh has axes \('x',\); 'data' is not among them"),
-        ({"axis": ("x", 1)}, TypeError, r"fit\(axis=\('x', 1\)\): axis must be a mesh axis name or a tuple of names"),
+        (
+            {"axis": "data"},
+            ValueError,
+            r"fit\(axis='data'\): the mesh has axes \('x',\); 'data' is not among them",
+        ),
+        (
+            {"axis": ("x", 1)},
+            TypeError,
+            r"fit\(axis=\('x', 1\)\): axis must be a mesh axis name or a tuple of names",
+        ),
         ({"seed": -1}, ValueError, r"fit\(seed=-1\): seed must be an int >= 0"),
         ({"print_fn": None}, TypeError, r"fit\(print_fn=...\): print_fn must be a function"),
         ({"evaluate": 3}, TypeError, r"fit\(evaluate=...\): evaluate must be a function"),
@@ -324,7 +407,7 @@ def test_nnx_state_round_trips_through_a_checkpoint(tmp_path):
             return self.dropout(self.norm(self.linear(x)))
 
     model = Net(nnx.Rngs(params=0, dropout=1))
-    model(jnp.ones((3, 2)))                      # moves the statistics and the key
+    model(jnp.ones((3, 2)))  # moves the statistics and the key
     _, state = nnx.split(model)
     checkpoints.save_checkpoint(tmp_path, 5, state)
     graphdef, abstract = nnx.split(nnx.eval_shape(lambda: Net(nnx.Rngs(params=7, dropout=8))))
@@ -354,7 +437,7 @@ def _small_fit(**kw):
 
 def test_steps_per_second_leaves_out_the_compiling_first_step():
     h = train.History(steps=[1, 2, 3, 4, 5], seconds=10.0, first_step_seconds=9.0)
-    assert h.steps_per_second == 4.0          # 4 steps after the first, in 1 s
+    assert h.steps_per_second == 4.0  # 4 steps after the first, in 1 s
     assert np.isnan(train.History(steps=[1], seconds=3.0, first_step_seconds=3.0).steps_per_second)
     *_, history = _small_fit(steps=20)
     assert 0 < history.first_step_seconds < history.seconds
@@ -370,19 +453,33 @@ def test_fit_accepts_a_two_dimensional_batch_axis():
     p1, _, h1 = _small_fit(steps=5)
     p2, _, h2 = _small_fit(steps=5, mesh=mesh, axis=("x", "y"))
     np.testing.assert_allclose(h2.loss, h1.loss, atol=1e-5, rtol=0)
-    with pytest.raises(ValueError, match=r"a batch of 12 examples does not divide across 8 devices"):
+    with pytest.raises(
+        ValueError, match=r"a batch of 12 examples does not divide across 8 devices"
+    ):
         opt = optax.sgd(0.1)
-        train.fit(train.make_step(models.classifier_loss, opt), p1, opt.init(p1),
-                  data.spirals(jax.random.key(0), 256), steps=1, batch_size=12, mesh=mesh,
-                  axis=("x", "y"))
-    with pytest.raises(ValueError, match=r"fit\(axis=\('x', 'z'\)\): the mesh has axes \('x', 'y'\); 'z' is not among them"):
+        train.fit(
+            train.make_step(models.classifier_loss, opt),
+            p1,
+            opt.init(p1),
+            data.spirals(jax.random.key(0), 256),
+            steps=1,
+            batch_size=12,
+            mesh=mesh,
+            axis=("x", "y"),
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"fit\(axis=\('x', 'z'\)\): the mesh has axes \('x', 'y'\); 'z' is not among them",
+    ):
         _small_fit(steps=1, mesh=mesh, axis=("x", "z"))
     with pytest.raises(TypeError, match=r"fit\(axis=3\): axis must be a mesh axis name or a tuple"):
         _small_fit(steps=1, mesh=mesh, axis=3)
 
 
 def test_replicate_and_fit_refuse_what_is_not_a_mesh():
-    with pytest.raises(TypeError, match=r"replicate\(mesh=None\): mesh must be a jax.sharding.Mesh"):
+    with pytest.raises(
+        TypeError, match=r"replicate\(mesh=None\): mesh must be a jax.sharding.Mesh"
+    ):
         train.replicate(jnp.ones(3), None)
     with pytest.raises(TypeError, match=r"fit\(mesh='x'\): mesh must be a jax.sharding.Mesh"):
         _small_fit(steps=1, mesh="x")

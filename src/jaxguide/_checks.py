@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -58,7 +58,9 @@ def real(
     """``value`` as a float: a real number (not a bool), not NaN, finite unless
     ``finite=False``, and ``>= minimum`` (``> minimum`` if ``exclusive``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{_call(fn, name, value)}: {name} must be a real number, got {type(value).__name__}.{hint}")
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a real number, got {type(value).__name__}.{hint}"
+        )
     value = float(value)
     if math.isnan(value) or (finite and math.isinf(value)):
         raise ValueError(f"{_call(fn, name, value)}: {name} must be a finite number.{hint}")
@@ -71,7 +73,9 @@ def real(
 def boolean(fn: str, name: str, value: object) -> bool:
     """``value``, which must be ``True`` or ``False`` (not a truthy stand-in)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{_call(fn, name, value)}: {name} must be True or False, got {type(value).__name__}.")
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be True or False, got {type(value).__name__}."
+        )
     return value
 
 
@@ -84,14 +88,16 @@ def positive_ints(fn: str, name: str, value: object, *, example: str = "(4, 2)")
             f"{_call(fn, name, value)}: {name} must be a tuple of ints, got "
             f"{type(value).__name__}; pass e.g. {example}."
         )
-    items = tuple(value)
+    items: tuple[Any, ...] = tuple(value)
     if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
-        raise TypeError(f"{_call(fn, name, value)}: {name} must hold ints only; pass e.g. {example}.")
-    if not items or any(v < 1 for v in items):  # type: ignore[operator]
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must hold ints only; pass e.g. {example}."
+        )
+    if not items or any(v < 1 for v in items):
         raise ValueError(
             f"{_call(fn, name, value)}: {name} must be a non-empty tuple of ints >= 1; pass e.g. {example}."
         )
-    return tuple(int(v) for v in items)  # type: ignore[call-overload]
+    return tuple(int(v) for v in items)
 
 
 def string(fn: str, name: str, value: object, *, example: str = "'x'") -> str:
@@ -101,7 +107,9 @@ def string(fn: str, name: str, value: object, *, example: str = "'x'") -> str:
             f"{_call(fn, name, value)}: {name} must be a str, got {type(value).__name__}; pass e.g. {example}."
         )
     if not value:
-        raise ValueError(f"{_call(fn, name, value)}: {name} must not be empty; pass e.g. {example}.")
+        raise ValueError(
+            f"{_call(fn, name, value)}: {name} must not be empty; pass e.g. {example}."
+        )
     return value
 
 
@@ -126,7 +134,9 @@ def one_of(fn: str, name: str, value: T, choices: Iterable[object]) -> T:
     """``value``, which must be one of ``choices``."""
     choices = tuple(choices)
     if value not in choices:
-        raise ValueError(f"{_call(fn, name, value)}: {name} must be one of {', '.join(map(repr, choices))}.")
+        raise ValueError(
+            f"{_call(fn, name, value)}: {name} must be one of {', '.join(map(repr, choices))}."
+        )
     return value
 
 
@@ -140,7 +150,11 @@ def divides(fn: str, name: str, batch: int, parts: int) -> None:
     """
     if batch % parts:
         lower, upper = (batch // parts) * parts, (batch // parts + 1) * parts
-        fix = f"use a batch size that is a multiple of {parts} (e.g. {upper}" + (f" or {lower}" if lower else "") + ")"
+        fix = (
+            f"use a batch size that is a multiple of {parts} (e.g. {upper}"
+            + (f" or {lower}" if lower else "")
+            + ")"
+        )
         raise ValueError(
             f"{fn}({name}=...): a batch of {batch} examples does not divide across {parts} devices "
             f"({batch} = {batch // parts} × {parts} + {batch % parts}); {fix}, or drop the "

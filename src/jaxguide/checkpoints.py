@@ -50,7 +50,9 @@ def _checkpoint_dir(fn: str, directory: object) -> Path:
     if path.is_dir():
         foreign = sorted(p.name for p in path.iterdir() if not (p.is_dir() and p.name.isdigit()))
         if foreign:
-            names = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            names = ", ".join(foreign[:3]) + (
+                f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+            )
             raise CheckpointError(
                 f"{fn}: {shown} holds something other than checkpoints ({names}); "
                 "choose a new or empty directory. Nothing was written or removed."

@@ -57,9 +57,7 @@ def scrub(message: str) -> str:
         'Finished tracing f for jit in <t> sec'
     """
     if not isinstance(message, str):
-        raise TypeError(
-            f"scrub(message): expected a str, got {type(message).__name__}."
-        )
+        raise TypeError(f"scrub(message): expected a str, got {type(message).__name__}.")
     for pattern, replacement in _SUBS:
         message = pattern.sub(replacement, message)
     return message
@@ -75,9 +73,7 @@ class _ListHandler(logging.Handler):
 
 
 @contextmanager
-def capture_jax_logs(
-    logger: str = "jax", level: int = logging.WARNING
-) -> Iterator[list[str]]:
+def capture_jax_logs(logger: str = "jax", level: int = logging.WARNING) -> Iterator[list[str]]:
     """Collect the log messages of ``logger`` (and its children) in a list.
 
     While the block runs, records at ``level`` or above are appended to the

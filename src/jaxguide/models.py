@@ -144,9 +144,13 @@ def predict_linear(params: LinearParams, x: ArrayLike) -> jax.Array:
 
 
 def _check_targets(fn: str, pred: jax.Array, y: object) -> None:
-    shape = getattr(y, "shape", () if isinstance(y, (int, float)) and not isinstance(y, bool) else None)
+    shape = getattr(
+        y, "shape", () if isinstance(y, (int, float)) and not isinstance(y, bool) else None
+    )
     if shape is None:
-        raise TypeError(f"{fn}(y={y!r:.60}): y must be an array of targets, got {type(y).__name__}.")
+        raise TypeError(
+            f"{fn}(y={y!r:.60}): y must be an array of targets, got {type(y).__name__}."
+        )
     if tuple(shape) != tuple(pred.shape):
         raise ValueError(
             f"{fn}: y has shape {tuple(shape)} but the predictions have shape {tuple(pred.shape)}; "
@@ -312,7 +316,9 @@ def _check_mlp(params: object, x: ArrayLike) -> jax.Array:
         or not params
         or not all(isinstance(layer, Mapping) and {"w", "b"} <= layer.keys() for layer in params)
     ):
-        raise TypeError("mlp(params=...): params must be a non-empty list of {'w', 'b'} dicts, as made by init_mlp.")
+        raise TypeError(
+            "mlp(params=...): params must be a non-empty list of {'w', 'b'} dicts, as made by init_mlp."
+        )
     x = jnp.asarray(x)
     _check_features("mlp", params[0]["w"], x)
     return x

@@ -57,15 +57,21 @@ def plot_history(history: History, *, title: str | None = None) -> Figure:
             f"jaxguide.train.fit, got {type(history).__name__}."
         )
     if not history.loss:
-        raise ValueError("plot_history(history=...): the history recorded no steps; run fit() first.")
+        raise ValueError(
+            "plot_history(history=...): the history recorded no steps; run fit() first."
+        )
     panels = 2 if history.metrics else 1
-    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.0), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, panels, figsize=(4.2 * panels, 3.0), layout="constrained", squeeze=False
+    )
     ax = axes[0, 0]
     loss = np.asarray(history.loss)
     ax.plot(history.steps, loss, color="0.75", lw=0.8, label="per step")
     window = max(1, len(loss) // 50)
     smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
-    ax.plot(history.steps[window - 1 :], smooth, color="C0", lw=1.5, label=f"mean of {window} steps")
+    ax.plot(
+        history.steps[window - 1 :], smooth, color="C0", lw=1.5, label=f"mean of {window} steps"
+    )
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
@@ -115,22 +121,35 @@ def plot_decision_boundary(
     import matplotlib.pyplot as plt
     import numpy as np
 
-    _checks.function("plot_decision_boundary", "predict", predict, what="a function points -> logits")
-    resolution = _checks.positive_int("plot_decision_boundary", "resolution", resolution, minimum=2, example=200)
+    _checks.function(
+        "plot_decision_boundary", "predict", predict, what="a function points -> logits"
+    )
+    resolution = _checks.positive_int(
+        "plot_decision_boundary", "resolution", resolution, minimum=2, example=200
+    )
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim != 2 or x.shape[1] != 2 or y.shape != (len(x),):
         raise ValueError(
             f"plot_decision_boundary: expected x of shape (n, 2) and n labels, got x {x.shape} and y {y.shape}."
         )
     lo, hi = x.min(axis=0) - 0.1, x.max(axis=0) + 0.1
-    g0, g1 = np.meshgrid(np.linspace(lo[0], hi[0], resolution), np.linspace(lo[1], hi[1], resolution))
+    g0, g1 = np.meshgrid(
+        np.linspace(lo[0], hi[0], resolution), np.linspace(lo[1], hi[1], resolution)
+    )
     grid = np.stack([g0.ravel(), g1.ravel()], axis=1).astype(np.float32)
     classes = np.asarray(predict(grid)).argmax(axis=-1).reshape(g0.shape)
     k = int(max(y.max(), classes.max())) + 1
     cmap = plt.get_cmap("tab10", 10)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 4.0), layout="constrained")
-    ax.contourf(g0, g1, classes, levels=np.arange(k + 1) - 0.5, colors=[cmap(i) for i in range(k)], alpha=0.25)
+    ax.contourf(
+        g0,
+        g1,
+        classes,
+        levels=np.arange(k + 1) - 0.5,
+        colors=[cmap(i) for i in range(k)],
+        alpha=0.25,
+    )
     ax.scatter(x[:, 0], x[:, 1], c=[cmap(int(i)) for i in y], s=6, edgecolors="none")
     ax.set_aspect("equal")
     ax.set_xticks([])

@@ -344,7 +344,7 @@ def make_mesh(
 
     shape = _checks.positive_ints("make_mesh", "shape", shape, example="(4, 2)")
     names = (names,) if isinstance(names, str) else names
-    if isinstance(names, str) or not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
+    if not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
         raise TypeError(
             f"make_mesh(names={names!r}): names must be a tuple of axis names (str), such as ('x', 'y')."
         )

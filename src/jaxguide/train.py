@@ -257,7 +257,9 @@ def fit(
         done = s + 1 - start
         if log_every is not None and (done % log_every == 0 or done == steps):
             extra = record_metrics(s + 1)
-            print_fn(f"step {s + 1:>5}/{start + steps}  loss {float(loss):.4f}{extra}  ({time.perf_counter() - t0:.1f} s)")
+            print_fn(
+                f"step {s + 1:>5}/{start + steps}  loss {float(loss):.4f}{extra}  ({time.perf_counter() - t0:.1f} s)"
+            )
     jax.block_until_ready(params)
     history.seconds = time.perf_counter() - t0
     if evaluate is not None and (not history.eval_steps or history.eval_steps[-1] != start + steps):
