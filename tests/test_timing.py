@@ -103,10 +103,14 @@ def test_bad_arguments_name_themselves(kwargs, error, message):
 
 
 def test_fn_must_be_callable_and_block_a_bool():
-    with pytest.raises(TypeError, match="fn must be callable"):
+    with pytest.raises(
+        TypeError, match=r"benchmark\(fn=...\): fn must be the function to time, got int"
+    ):
         benchmark(42)
-    with pytest.raises(TypeError, match="block="):
+    with pytest.raises(TypeError, match=r"benchmark\(block='no'\): block must be True or False"):
         benchmark(lambda: 1, block="no")
+    with pytest.raises(TypeError, match=r"benchmark\(name=3\): name must be a str"):
+        benchmark(lambda: 1, name=3)
 
 
 def fake(name, median, first=1.0):

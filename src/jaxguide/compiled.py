@@ -77,11 +77,21 @@ _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+) .*\{\s*$")
 
 
 def format_bytes(n: float) -> str:
-    """Format a byte count with a binary unit: ``'512 B'``, ``'4.0 KiB'``, ``'1.50 MiB'``.
+    """Format a byte count with a binary unit: ``'512 B'``, ``'4 KiB'``, ``'1.5 MiB'``.
+
+    Args:
+        n: a number of bytes, ``>= 0``.
+
+    Returns:
+        The count with three significant digits and a unit (B, KiB, MiB, GiB, TiB).
 
     Raises:
         TypeError: ``n`` is not a number.
         ValueError: ``n`` is negative, NaN or infinite.
+
+    Example:
+        >>> format_bytes(512), format_bytes(4096), format_bytes(3 * 2**20 / 2)
+        ('512 B', '4 KiB', '1.5 MiB')
     """
     n = _checks.real("format_bytes", "n", n, minimum=0)
     if n < 1024:

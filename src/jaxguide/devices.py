@@ -134,7 +134,16 @@ def _probe_accelerators(timeout: float = 180.0) -> tuple[str, int, str]:
 
 
 def describe_devices() -> DeviceSetup:
-    """Describe the devices of JAX's default backend (starts JAX if it has not started)."""
+    """Describe the devices of JAX's default backend (starts JAX if it has not started).
+
+    Returns:
+        A :class:`DeviceSetup` for ``jax.devices()``; ``simulated`` is true for
+        several CPU devices.
+
+    Example:
+        >>> describe_devices().count == __import__("jax").device_count()
+        True
+    """
     import jax
 
     platform = jax.default_backend()
