@@ -434,7 +434,7 @@ def shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axis: str | tuple[str, ..
         >>> mesh = make_mesh((jax.device_count(),), "x")
         >>> x = shard_batch(np.zeros((2 * jax.device_count(), 3)), mesh)
         >>> x.sharding.spec
-        PartitionSpec('x',)
+        P('x',)
     """
     import jax
     from jax.sharding import NamedSharding
