@@ -1,5 +1,6 @@
-"""jaxguide.data (spirals, batches), jaxguide.nn and jaxguide.train: training converges,
-data parallelism matches one device, checkpoints round-trip exactly, bad input is refused."""
+"""jaxguide.data (spirals, batches), models (the MLP), train, plots and checkpoints:
+training converges, data parallelism matches one device (in-process, on conftest's 8 CPU
+devices), checkpoints round-trip exactly, bad input is refused."""
 
 from __future__ import annotations
 
