@@ -10,7 +10,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxguide import checkpoints, data, models, plots, train
+from jaxguide import checkpoints, data, models, train
 
 
 @pytest.fixture(scope="module")
@@ -205,29 +205,6 @@ def test_train_argument_errors():
         train.fit(step, wide, opt.init(wide), xy, steps=1, batch_size=4, log_every=None)
 
 
-def _state(seed=0):
-    params = models.init_mlp(jax.random.key(seed), (2, 8, 3))
-    return {"params": params, "opt_state": optax.adamw(1e-3).init(params)}
-
-
-def test_checkpoint_round_trip_is_exact(tmp_path):
-    state = _state()
-    state["opt_state"] = optax.adamw(1e-3).update(
-        jax.tree.map(jnp.ones_like, state["params"]), state["opt_state"], state["params"]
-    )[1]
-    folder = checkpoints.save_checkpoint(tmp_path / "run", 7, state)
-    assert folder == (tmp_path / "run" / "7").absolute() and folder.is_dir()
-    assert checkpoints.checkpoint_steps(tmp_path / "run") == [7]
-    restored, step = checkpoints.restore_checkpoint(
-        tmp_path / "run", jax.eval_shape(lambda: _state(1))
-    )
-    assert step == 7
-    assert jax.tree.structure(restored) == jax.tree.structure(state)
-    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state)):
-        np.testing.assert_array_equal(a, b)
-        assert a.dtype == b.dtype
-
-
 def test_resumed_training_equals_uninterrupted(tmp_path, spirals):
     (x, y), _ = spirals
     opt = optax.adamw(3e-3)
@@ -252,70 +229,6 @@ def test_resumed_training_equals_uninterrupted(tmp_path, spirals):
     assert h_resumed.loss == h_straight.loss[40:]
     for a, b in zip(jax.tree.leaves(p_resumed), jax.tree.leaves(p_straight)):
         np.testing.assert_array_equal(a, b)
-
-
-def test_checkpoint_refuses_a_foreign_directory_and_overwrites_nothing(tmp_path):
-    (tmp_path / "results.csv").write_text("keep me")
-    with pytest.raises(
-        checkpoints.CheckpointError,
-        match="holds something other than checkpoints \\(results.csv\\)",
-    ):
-        checkpoints.save_checkpoint(tmp_path, 0, _state())
-    assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]
-    assert (tmp_path / "results.csv").read_text() == "keep me"
-    with pytest.raises(checkpoints.CheckpointError):
-        checkpoints.restore_checkpoint(tmp_path, _state())
-    target = tmp_path / "a-file"
-    target.write_text("x")
-    with pytest.raises(checkpoints.CheckpointError, match="is a file, not a directory"):
-        checkpoints.save_checkpoint(target, 0, _state())
-
-
-def test_checkpoint_refuses_to_overwrite_a_step(tmp_path):
-    checkpoints.save_checkpoint(tmp_path, 3, _state(0))
-    with pytest.raises(checkpoints.CheckpointError, match="step 3 is already saved"):
-        checkpoints.save_checkpoint(tmp_path, 3, _state(1))
-    restored, _ = checkpoints.restore_checkpoint(tmp_path, _state(0))
-    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(_state(0))):
-        np.testing.assert_array_equal(a, b)  # still step 3 of the first save
-
-
-def test_restore_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoints"):
-        checkpoints.restore_checkpoint(tmp_path / "missing", _state())
-    checkpoints.save_checkpoint(tmp_path, 1, _state())
-    with pytest.raises(FileNotFoundError, match="step 2 is not in .*saved steps: \\[1\\]"):
-        checkpoints.restore_checkpoint(tmp_path, _state(), step=2)
-
-
-def test_plots(spirals):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    (x, y), _ = spirals
-    history = train.History(
-        steps=[1, 2, 3], loss=[1.0, 0.5, 0.25], eval_steps=[3], metrics={"acc": [0.9]}
-    )
-    fig = plots.plot_history(history)
-    assert len(fig.axes) == 2
-    params = models.init_mlp(jax.random.key(0), (2, 8, 3))
-    ax = plots.plot_decision_boundary(
-        lambda p: models.mlp(params, p), x[:50], y[:50], resolution=20
-    )
-    assert ax.collections
-    with pytest.raises(ValueError, match="expected x of shape \\(n, 2\\)"):
-        plots.plot_decision_boundary(lambda p: p, np.ones((5, 3)), np.ones(5))
-    with pytest.raises(
-        TypeError,
-        match=r"plot_history\(history=...\): history must be the History returned by jaxguide.train.fit, got list",
-    ):
-        plots.plot_history([1, 2])
-    with pytest.raises(ValueError, match="the history recorded no steps"):
-        plots.plot_history(train.History())
-    with pytest.raises(
-        TypeError, match=r"plot_decision_boundary\(predict=...\): predict must be a function"
-    ):
-        plots.plot_decision_boundary(None, x[:5], y[:5])
 
 
 def test_data_parallel_fit_matches_one_device(spirals):
@@ -380,49 +293,6 @@ def test_data_parallel_fit_errors(spirals, kwargs, error, message):
     args = {"steps": 1, "batch_size": 64, "mesh": make_mesh((8,), ("x",)), **kwargs}
     with pytest.raises(error, match=message):
         train.fit(step, params, opt.init(params), (x, y), **args)
-
-
-def test_checkpoint_messages_name_the_directory_as_given(tmp_path, monkeypatch):
-    # A relative name stays relative in the message, so outputs do not depend on the
-    # folder a program runs in.
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "a.csv").write_text("x")
-    with pytest.raises(checkpoints.CheckpointError, match=r"^save_checkpoint: notes holds") as info:
-        checkpoints.save_checkpoint("notes", 0, _state())
-    assert str(tmp_path) not in str(info.value)
-    with pytest.raises(FileNotFoundError, match=r"no checkpoints in missing\.$"):
-        checkpoints.restore_checkpoint("missing", _state())
-
-
-def test_nnx_state_round_trips_through_a_checkpoint(tmp_path):
-    from flax import nnx
-
-    class Net(nnx.Module):
-        def __init__(self, rngs):
-            self.linear = nnx.Linear(2, 4, rngs=rngs)
-            self.norm = nnx.BatchNorm(4, rngs=rngs)
-            self.dropout = nnx.Dropout(0.5, rngs=rngs)
-
-        def __call__(self, x):
-            return self.dropout(self.norm(self.linear(x)))
-
-    model = Net(nnx.Rngs(params=0, dropout=1))
-    model(jnp.ones((3, 2)))  # moves the statistics and the key
-    _, state = nnx.split(model)
-    checkpoints.save_checkpoint(tmp_path, 5, state)
-    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: Net(nnx.Rngs(params=7, dropout=8))))
-    restored, step = checkpoints.restore_checkpoint(tmp_path, abstract)
-    clone = nnx.merge(graphdef, restored)
-    assert step == 5
-
-    def data(a):
-        return jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a
-
-    for a, b in zip(jax.tree.leaves(nnx.state(model)), jax.tree.leaves(nnx.state(clone))):
-        np.testing.assert_array_equal(data(a), data(b))
-    model.eval(), clone.eval()
-    np.testing.assert_array_equal(model(jnp.ones((2, 2))), clone(jnp.ones((2, 2))))
 
 
 # ------------------------------------------------- silent wrong results (issue 17)
