@@ -148,9 +148,13 @@ def test_format_bytes(n, text):
 
 @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf")])
 def test_format_bytes_rejects(bad):
-    with pytest.raises(ValueError, match=r"format_bytes\(n=(-1.0|nan|inf)\): n must be (a finite number|>= 0)"):
+    with pytest.raises(
+        ValueError, match=r"format_bytes\(n=(-1.0|nan|inf)\): n must be (a finite number|>= 0)"
+    ):
         format_bytes(bad)
-    with pytest.raises(TypeError, match=r"format_bytes\(n='12'\): n must be a real number, got str"):
+    with pytest.raises(
+        TypeError, match=r"format_bytes\(n='12'\): n must be a real number, got str"
+    ):
         format_bytes("12")
 
 

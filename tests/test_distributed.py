@@ -295,7 +295,9 @@ def test_stop_on_failure_false_lets_every_process_end_its_own_way(tmp_path):
     hang = program(tmp_path, "hang2.py", "import time; time.sleep(600)")
     with pytest.raises(LaunchError, match="timed out"):
         distributed.launch(hang, n_processes=2, timeout=2, stop_on_failure=False)
-    with pytest.raises(TypeError, match=r"launch\(stop_on_failure='no'\): stop_on_failure must be True or False"):
+    with pytest.raises(
+        TypeError, match=r"launch\(stop_on_failure='no'\): stop_on_failure must be True or False"
+    ):
         distributed.launch(path, n_processes=1, stop_on_failure="no")
 
 

@@ -39,7 +39,10 @@ def test_bad_inputs():
         numerical_grad(jnp.sum, jnp.ones(2), eps="x")
     with pytest.raises(ValueError, match="must return a scalar"):
         numerical_grad(lambda x: x * 2, jnp.ones(2))
-    with pytest.raises(TypeError, match=r"numerical_grad: leaf 0 of params has dtype int32; gradients need floating-point leaves"):
+    with pytest.raises(
+        TypeError,
+        match=r"numerical_grad: leaf 0 of params has dtype int32; gradients need floating-point leaves",
+    ):
         numerical_grad(jnp.sum, jnp.arange(3))
     with pytest.raises(
         TypeError, match=r"numerical_grad\(f=...\): f must be a function params -> scalar"
