@@ -1,7 +1,7 @@
 # jaxguide: two commands on a fresh machine with Python 3.11, pip and make.
 #   make book   build the HTML book into _build/html (executes every chapter)
-#   make test   run the test suite: unit tests, a strict build of the whole book, and
-#               the built site checked in headless Chromium
+#   make test   run the test suite: lint and type check (make lint), unit tests, a strict
+#               build of the whole book, and the built site checked in headless Chromium
 # Both create the environment from uv.lock first (in .venv, with uv in .tools).
 
 PYTHON ?= python3.11
@@ -11,7 +11,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test serve clean notebooks browser-deps
+.PHONY: env book test lint format serve clean notebooks browser-deps
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -26,8 +26,19 @@ env: $(VENV)/.synced
 book: env
 	$(VENV)/bin/jupyter-book build book/
 
-test: env browser-deps
+test: lint browser-deps
 	$(VENV)/bin/python -m pytest
+
+# ruff (lint and format check) over the Python sources, mypy over the package.
+lint: env
+	$(VENV)/bin/ruff check src tests tools bench
+	$(VENV)/bin/ruff format --check src tests tools bench
+	$(VENV)/bin/mypy
+
+# Apply ruff's formatting and safe fixes.
+format: env
+	$(VENV)/bin/ruff check --fix src tests tools bench
+	$(VENV)/bin/ruff format src tests tools bench
 
 # The browser tests drive Debian's chromium with Playwright (no browser download).
 # Set JAXGUIDE_CHROMIUM to use another Chromium or Chrome binary instead.

@@ -21,7 +21,9 @@ def run(code: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("bad", ["8", 2.0, None, True])
 def test_non_int_count_is_a_type_error_naming_n(bad):
-    with pytest.raises(TypeError, match=r"setup_devices\(n=.*\): n must be an int, got \w+; pass a whole number"):
+    with pytest.raises(
+        TypeError, match=r"setup_devices\(n=.*\): n must be an int, got \w+; pass a whole number"
+    ):
         jaxguide.setup_devices(bad)
 
 
@@ -32,7 +34,9 @@ def test_non_positive_count_is_a_value_error_naming_n(bad):
 
 
 def test_force_cpu_and_verbose_must_be_bool():
-    with pytest.raises(TypeError, match=r"setup_devices\(force_cpu='yes'\): force_cpu must be True or False"):
+    with pytest.raises(
+        TypeError, match=r"setup_devices\(force_cpu='yes'\): force_cpu must be True or False"
+    ):
         jaxguide.setup_devices(2, force_cpu="yes")
     with pytest.raises(TypeError, match=r"verbose must be True or False"):
         jaxguide.setup_devices(2, verbose=1)
@@ -106,7 +110,10 @@ def test_a_failed_probe_falls_back_with_a_note_saying_why():
         """
     )
     assert proc.returncode == 0, proc.stderr
-    assert "asking JAX for its devices failed (it exited with code 1: RuntimeError: CUDA driver" in proc.stdout
+    assert (
+        "asking JAX for its devices failed (it exited with code 1: RuntimeError: CUDA driver"
+        in proc.stdout
+    )
     assert "using 4 simulated CPU devices instead" in proc.stdout
 
 

@@ -42,18 +42,29 @@ pid = int(os.environ["JAXGUIDE_PROCESS_ID"])
 
 
 def child_pids(results) -> list[int]:
-    return [int(line.split()[1]) for r in results for line in r.output.splitlines() if line.startswith("child ")]
+    return [
+        int(line.split()[1])
+        for r in results
+        for line in r.output.splitlines()
+        if line.startswith("child ")
+    ]
 
 
 def test_launch_runs_every_process_and_returns_outputs_in_order(tmp_path):
-    path = program(tmp_path, "env.py", """
+    path = program(
+        tmp_path,
+        "env.py",
+        """
         import os, time
         pid = int(os.environ["JAXGUIDE_PROCESS_ID"])
         time.sleep(0.3 * (2 - pid))            # later ids finish first: the order must not depend on it
         print(pid, os.environ["JAXGUIDE_NUM_PROCESSES"], os.environ["JAXGUIDE_LOCAL_DEVICES"],
               os.environ["JAXGUIDE_COORDINATOR"], os.environ["EXTRA"])
-    """)
-    results = distributed.launch(path, n_processes=3, devices_per_process=2, timeout=60, env={"EXTRA": "x"})
+    """,
+    )
+    results = distributed.launch(
+        path, n_processes=3, devices_per_process=2, timeout=60, env={"EXTRA": "x"}
+    )
     assert [r.process_id for r in results] == [0, 1, 2]
     assert all(r.returncode == 0 for r in results)
     fields = [r.output.split() for r in results]
@@ -67,33 +78,47 @@ def test_launch_runs_every_process_and_returns_outputs_in_order(tmp_path):
 
 
 def test_a_crash_stops_the_others_and_names_the_process(tmp_path):
-    path = program(tmp_path, "crash.py", SPAWNS.format(body="""
+    path = program(
+        tmp_path,
+        "crash.py",
+        SPAWNS.format(
+            body="""
 if pid == 1:
     print("about to fail", flush=True)
     raise RuntimeError("shard 1 is corrupt")
 time.sleep(600)
-"""))
+"""
+        ),
+    )
     start = time.perf_counter()
     with pytest.raises(LaunchError, match="process 1 of 2 exited with code 1") as info:
         distributed.launch(path, n_processes=2, timeout=120)
-    assert time.perf_counter() - start < 30                  # did not wait for the sleeping process
+    assert time.perf_counter() - start < 30  # did not wait for the sleeping process
     message = str(info.value)
     assert "about to fail" in message and "RuntimeError: shard 1 is corrupt" in message
     results = info.value.results
-    assert [r.returncode for r in results] == [None, 1]       # process 0 was stopped
+    assert [r.returncode for r in results] == [None, 1]  # process 0 was stopped
     assert all(gone(r.pid) for r in results)
     assert len(child_pids(results)) == 2
     time.sleep(0.2)
-    assert all(gone(pid) for pid in child_pids(results))      # grandchildren too
+    assert all(gone(pid) for pid in child_pids(results))  # grandchildren too
 
 
 def test_a_timeout_stops_everything(tmp_path):
-    path = program(tmp_path, "hang.py", SPAWNS.format(body="""
+    path = program(
+        tmp_path,
+        "hang.py",
+        SPAWNS.format(
+            body="""
 print("process", pid, "waiting", flush=True)
 time.sleep(600)
-"""))
+"""
+        ),
+    )
     start = time.perf_counter()
-    with pytest.raises(LaunchError, match=r"timed out after 2 s; process\(es\) \[0, 1\] of 2") as info:
+    with pytest.raises(
+        LaunchError, match=r"timed out after 2 s; process\(es\) \[0, 1\] of 2"
+    ) as info:
         distributed.launch(path, n_processes=2, timeout=2)
     assert time.perf_counter() - start < 15
     assert "process 0 waiting" in str(info.value)
@@ -116,8 +141,11 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
     assert not marker.exists()
     # A free port given explicitly is used.
     free = distributed.free_port()
-    results = distributed.launch(program(tmp_path, "port.py", "import os; print(os.environ['JAXGUIDE_COORDINATOR'])"),
-                                 n_processes=1, port=free)
+    results = distributed.launch(
+        program(tmp_path, "port.py", "import os; print(os.environ['JAXGUIDE_COORDINATOR'])"),
+        n_processes=1,
+        port=free,
+    )
     assert results[0].output.strip() == f"127.0.0.1:{free}"
 
 
@@ -126,15 +154,51 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
     [
         ({"program": "missing.py"}, FileNotFoundError, "no program file"),
         ({"program": 42}, TypeError, "a path to a .py file or a module name"),
-        ({"program": "ok.py", "n_processes": 0}, ValueError, r"launch\(n_processes=0\): n_processes must be an int >= 1"),
-        ({"program": "ok.py", "n_processes": 2.0}, TypeError, r"launch\(n_processes=2.0\): n_processes must be an int"),
-        ({"program": "ok.py", "devices_per_process": 0}, ValueError, r"launch\(devices_per_process=0\)"),
-        ({"program": "ok.py", "timeout": -1}, ValueError, r"launch\(timeout=-1.0\): timeout must be > 0"),
-        ({"program": "ok.py", "timeout": float("nan")}, ValueError, r"launch\(timeout=nan\): timeout must be a finite"),
-        ({"program": "ok.py", "port": 70000}, ValueError, r"launch\(port=70000\): port must be a TCP port in \[1, 65535\]"),
-        ({"program": "ok.py", "port": 0}, ValueError, r"launch\(port=0\): port must be an int >= 1"),
-        ({"program": "ok.py", "port": "8476"}, TypeError, r"launch\(port='8476'\): port must be an int"),
-        ({"program": "ok.py", "stop_on_failure": 1}, TypeError, r"launch\(stop_on_failure=1\): stop_on_failure must be True or False"),
+        (
+            {"program": "ok.py", "n_processes": 0},
+            ValueError,
+            r"launch\(n_processes=0\): n_processes must be an int >= 1",
+        ),
+        (
+            {"program": "ok.py", "n_processes": 2.0},
+            TypeError,
+            r"launch\(n_processes=2.0\): n_processes must be an int",
+        ),
+        (
+            {"program": "ok.py", "devices_per_process": 0},
+            ValueError,
+            r"launch\(devices_per_process=0\)",
+        ),
+        (
+            {"program": "ok.py", "timeout": -1},
+            ValueError,
+            r"launch\(timeout=-1.0\): timeout must be > 0",
+        ),
+        (
+            {"program": "ok.py", "timeout": float("nan")},
+            ValueError,
+            r"launch\(timeout=nan\): timeout must be a finite",
+        ),
+        (
+            {"program": "ok.py", "port": 70000},
+            ValueError,
+            r"launch\(port=70000\): port must be a TCP port in \[1, 65535\]",
+        ),
+        (
+            {"program": "ok.py", "port": 0},
+            ValueError,
+            r"launch\(port=0\): port must be an int >= 1",
+        ),
+        (
+            {"program": "ok.py", "port": "8476"},
+            TypeError,
+            r"launch\(port='8476'\): port must be an int",
+        ),
+        (
+            {"program": "ok.py", "stop_on_failure": 1},
+            TypeError,
+            r"launch\(stop_on_failure=1\): stop_on_failure must be True or False",
+        ),
     ],
 )
 def test_bad_arguments(tmp_path, monkeypatch, kwargs, error, message):
@@ -145,13 +209,18 @@ def test_bad_arguments(tmp_path, monkeypatch, kwargs, error, message):
 
 
 def test_a_module_can_be_launched(tmp_path):
-    (tmp_path / "mymod.py").write_text("import os; print('module', os.environ['JAXGUIDE_PROCESS_ID'])")
+    (tmp_path / "mymod.py").write_text(
+        "import os; print('module', os.environ['JAXGUIDE_PROCESS_ID'])"
+    )
     results = distributed.launch("mymod", n_processes=2, env={"PYTHONPATH": str(tmp_path)})
     assert [r.output.strip() for r in results] == ["module 0", "module 1"]
 
 
 def test_two_processes_form_one_jax_system(tmp_path):
-    path = program(tmp_path, "jaxsys.py", """
+    path = program(
+        tmp_path,
+        "jaxsys.py",
+        """
         from jaxguide import distributed
         me, n = distributed.initialize_from_env()
         import jax, numpy as np
@@ -163,10 +232,11 @@ def test_two_processes_form_one_jax_system(tmp_path):
         print("devices", jax.local_device_count(), jax.device_count(), "psum", float(total),
               "gather", multihost_utils.process_allgather(np.array([me])).ravel().tolist())
         jax.distributed.shutdown()
-    """)
+    """,
+    )
     results = distributed.launch(path, n_processes=2, devices_per_process=2, timeout=180)
     for r in results:
-        assert "devices 2 4 psum 6.0 gather [0, 1]" in r.output, r.output   # 2*1 + 2*2 = 6
+        assert "devices 2 4 psum 6.0 gather [0, 1]" in r.output, r.output  # 2*1 + 2*2 = 6
 
 
 def test_initialize_from_env_outside_a_launch(monkeypatch):
@@ -179,7 +249,10 @@ def test_initialize_from_env_outside_a_launch(monkeypatch):
 def test_python_prints_and_native_output_are_kept_apart(tmp_path):
     """Native code writing to file descriptor 1 (as Gloo does, from its own threads)
     lands in stderr, so what the program prints stays in order and unmixed."""
-    path = program(tmp_path, "mixed.py", """
+    path = program(
+        tmp_path,
+        "mixed.py",
+        """
         import os, sys, threading
         def native():
             for _ in range(200):
@@ -190,7 +263,8 @@ def test_python_prints_and_native_output_are_kept_apart(tmp_path):
             print("line", i)
         t.join()
         print("to stderr", file=sys.stderr)
-    """)
+    """,
+    )
     (result,) = distributed.launch(path, n_processes=1, timeout=60)
     assert result.output.splitlines() == [f"line {i}" for i in range(200)]
     assert result.stderr.count("[native] chatter") == 200 and "to stderr" in result.stderr
@@ -199,14 +273,18 @@ def test_python_prints_and_native_output_are_kept_apart(tmp_path):
 def test_stop_on_failure_false_lets_every_process_end_its_own_way(tmp_path):
     """With stop_on_failure=False a failure does not stop the others: all results come
     back (no LaunchError), with each exit code, and a signal is named in the summary."""
-    path = program(tmp_path, "own_way.py", """
+    path = program(
+        tmp_path,
+        "own_way.py",
+        """
         import os, signal, time
         pid = int(os.environ["JAXGUIDE_PROCESS_ID"])
         if pid == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(1.0)                      # outlives process 1's death
         print("process 0 finished")
-    """)
+    """,
+    )
     results = distributed.launch(path, n_processes=2, timeout=60, stop_on_failure=False)
     assert [r.returncode for r in results] == [0, -9]
     assert results[0].output.strip() == "process 0 finished"
@@ -217,7 +295,9 @@ def test_stop_on_failure_false_lets_every_process_end_its_own_way(tmp_path):
     hang = program(tmp_path, "hang2.py", "import time; time.sleep(600)")
     with pytest.raises(LaunchError, match="timed out"):
         distributed.launch(hang, n_processes=2, timeout=2, stop_on_failure=False)
-    with pytest.raises(TypeError, match="stop_on_failure"):
+    with pytest.raises(
+        TypeError, match=r"launch\(stop_on_failure='no'\): stop_on_failure must be True or False"
+    ):
         distributed.launch(path, n_processes=1, stop_on_failure="no")
 
 
@@ -225,11 +305,15 @@ def test_a_crash_report_names_the_program_not_the_machine(tmp_path, monkeypatch)
     """The traceback in a LaunchError has the program's frames only, with names
     relative to the working directory: no runner or runpy frame, no absolute path."""
     monkeypatch.chdir(tmp_path)
-    program(tmp_path, "boom.py", """
+    program(
+        tmp_path,
+        "boom.py",
+        """
         def load():
             raise FileNotFoundError("data/shard-1.npz")
         load()
-    """)
+    """,
+    )
     with pytest.raises(LaunchError) as info:
         distributed.launch("boom.py", n_processes=1, timeout=60)
     message = str(info.value)

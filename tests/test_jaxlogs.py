@@ -62,14 +62,22 @@ def test_capture_level_filters():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"logger": 3}, {"level": "WARNING"}, {"level": True}]
+    "kwargs, message",
+    [
+        ({"logger": 3}, r"capture_jax_logs\(logger=3\): logger must be a str"),
+        (
+            {"level": "WARNING"},
+            r"capture_jax_logs\(level='WARNING'\): level must be an int logging level",
+        ),
+        ({"level": True}, r"capture_jax_logs\(level=True\): level must be an int logging level"),
+    ],
 )
-def test_capture_checks_arguments(kwargs):
-    with pytest.raises(TypeError, match="capture_jax_logs"):
+def test_capture_checks_arguments(kwargs, message):
+    with pytest.raises(TypeError, match=message):
         with capture_jax_logs(**kwargs):
             pass
 
 
 def test_scrub_checks_argument():
-    with pytest.raises(TypeError, match="scrub"):
+    with pytest.raises(TypeError, match=r"scrub\(message=...\): message must be a str, got int"):
         scrub(3)

@@ -38,5 +38,7 @@ def test_bad_seed_is_explained(bad):
 
 
 def test_bad_count():
-    with pytest.raises(ValueError, match="n must be a positive int"):
+    with pytest.raises(ValueError, match=r"KeyStream\(n=0\): n must be an int >= 1"):
         KeyStream(0)(0)
+    with pytest.raises(TypeError, match=r"KeyStream\(n=2.0\): n must be an int"):
+        KeyStream(0)(2.0)

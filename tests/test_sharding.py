@@ -1,27 +1,38 @@
-"""jaxguide.sharding. Runs on 8 simulated devices in a fresh process, like the chapters."""
+"""jaxguide.sharding, in-process on the 8 simulated CPU devices conftest.py sets up."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
+import jax
+import jax.numpy as jnp
+import matplotlib
+import numpy as np
 import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-SCRIPT = r'''
-import jaxguide
-jaxguide.setup_devices(8)
-import jax, jax.numpy as jnp, numpy as np, matplotlib
+from jaxguide.sharding import (
+    make_mesh,
+    notation,
+    plot_sharding,
+    shard_batch,
+    shard_blocks,
+    show,
+    split_batch,
+)
+
 matplotlib.use("Agg")
-from jax.sharding import NamedSharding, PartitionSpec as P
-from jaxguide.sharding import (make_mesh, notation, plot_sharding, shard_batch, shard_blocks,
-                               split_batch, show)
-
-mesh = make_mesh((4, 2), ("x", "y"))
 A = jnp.arange(64.0).reshape(8, 8)
 
-def put(spec):
-    return jax.device_put(A, NamedSharding(mesh, spec))
+
+@pytest.fixture(scope="module")
+def mesh():
+    return make_mesh((4, 2), ("x", "y"))
+
+
+@pytest.fixture(scope="module")
+def put(mesh):
+    return lambda spec: jax.device_put(A, NamedSharding(mesh, spec))
+
 
 def expected_blocks(arr):
     """Independent reading of addressable_shards: index -> set of device ids."""
@@ -31,105 +42,166 @@ def expected_blocks(arr):
         out.setdefault(key, set()).add(s.device.id)
     return out
 
-def error(fn, kind):
-    try:
-        fn()
-    except kind as e:
-        return str(e)
-    raise AssertionError(f"{fn} did not raise {kind.__name__}")
 
-for spec in [P("x", None), P(None, "y"), P("x", "y"), P(), P(("x", "y"))]:
+@pytest.mark.parametrize("spec", [P("x", None), P(None, "y"), P("x", "y"), P(), P(("x", "y"))])
+def test_blocks_agree_with_addressable_shards_and_tile_the_array(put, spec):
     arr = put(spec)
     blocks = shard_blocks(arr)
-    assert {b.bounds: set(b.devices) for b in blocks} == expected_blocks(arr), spec
-    # the blocks tile the index space exactly once
-    assert sum(np.prod(b.shape) for b in blocks) == A.size, spec
+    assert {b.bounds: set(b.devices) for b in blocks} == expected_blocks(arr)
+    assert sum(np.prod(b.shape) for b in blocks) == A.size  # each element exactly once
     for b in blocks:
         (r0, r1), (c0, c1) = b.bounds
         shard = next(s for s in arr.addressable_shards if s.device.id == b.devices[0])
         np.testing.assert_array_equal(shard.data, A[r0:r1, c0:c1])
 
-rows = shard_blocks(put(P("x", None)))
-assert len(rows) == 4 and all(b.replicated and len(b.devices) == 2 for b in rows)
-assert [b.devices for b in rows] == [(0, 1), (2, 3), (4, 5), (6, 7)]
-full = shard_blocks(put(P()))
-assert len(full) == 1 and full[0].devices == tuple(range(8))
-tiles = shard_blocks(put(P("x", "y")))
-assert len(tiles) == 8 and not any(b.replicated for b in tiles)
 
-assert notation(put(P("x", None))) == "A[I_x, J]"
-assert notation(put(P("x", "y")), name="W") == "W[I_x, J_y]"
-assert notation(put(P(("x", "y")))) == "A[I_xy, J]"
-assert notation(put(P())) == "A[I, J]"
-assert notation(jnp.ones((2, 3))) == "A[I, J] (one device)"
-assert notation(jax.pmap(lambda r: r)(jnp.ones((8, 2)))) == "A[I_pmap, J]"
-# The caller chooses the index letters; the default is unchanged.
-assert notation(put(P("x", None)), "W", indices="KN") == "W[K_x, N]"
-assert notation(put(P(None, "y")), "x", indices=("B", "K")) == "x[B, K_y]"
-s1 = jax.jit(lambda a: a.sum(axis=0))(put(P("x", "y")))
-assert notation(s1, "s", indices="J") == "s[J_y]"
-assert notation(s1, "s") == "s[I_y]"
-msg = error(lambda: notation(put(P()), indices="K"), ValueError)
-assert "1 index letter(s)" in msg and "2 dimension(s)" in msg, msg
-msg = error(lambda: notation(put(P()), indices=3), TypeError)
-assert "indices must be a string" in msg, msg
-ax = plot_sharding(put(P("x", None)), name="W", indices="KN")
-assert ax.get_title().startswith("W[K_x, N]"), ax.get_title()
-
-# The picture: one labelled rectangle group per block, replication called out.
-ax = plot_sharding(put(P("x", None)))
-labels = [t.get_text() for t in ax.texts]
-assert labels == ["D0 D1\nreplicated ×2", "D2 D3\nreplicated ×2", "D4 D5\nreplicated ×2", "D6 D7\nreplicated ×2"], labels
-assert "A[I_x, J]" in ax.get_title()
-ax = plot_sharding(put(P("x", "y")))
-assert sorted(t.get_text() for t in ax.texts) == [f"D{i}" for i in range(8)]
-ax = plot_sharding(jax.device_put(jnp.arange(16.0), NamedSharding(mesh, P("x"))))
-assert len(ax.texts) == 4 and list(ax.get_xticks()) == [0, 4, 8, 12, 16]
-import matplotlib.pyplot as plt
-plt.close("all")
-assert show(put(P("x", "y"))) is None           # nothing for a notebook to echo ...
-assert plt.gcf().axes[0].get_title().startswith("A[I_x, J_y]")  # ... but the figure is drawn
-
-# Helpers and their errors.
-xs = split_batch(jnp.zeros((16, 3)))
-assert xs.shape == (8, 2, 3)
-xy = split_batch((jnp.zeros((16, 3)), jnp.zeros(16)))
-assert xy[0].shape == (8, 2, 3) and xy[1].shape == (8, 2)
-sb = shard_batch(jnp.zeros((12, 5)), mesh, "x")
-assert sb.sharding.spec == P("x") and {s.data.shape for s in sb.addressable_shards} == {(3, 5)}
-
-msg = error(lambda: split_batch(jnp.zeros((10, 3))), ValueError)
-assert "batch of 10 examples does not divide across 8 devices" in msg and "multiple of 8 (e.g. 16 or 8)" in msg, msg
-msg = error(lambda: shard_batch(jnp.zeros((6, 2)), mesh, ("x", "y")), ValueError)
-assert "batch of 6 examples does not divide across 8 devices" in msg, msg
-msg = error(lambda: split_batch((jnp.zeros((8, 3)), jnp.zeros(16))), ValueError)
-assert "same batch size" in msg, msg
-msg = error(lambda: shard_batch(jnp.zeros((8, 2)), mesh, "z"), ValueError)
-assert "not ['z']" in msg, msg
-msg = error(lambda: make_mesh((4, 4), ("x", "y")), ValueError)
-assert "needs 16 devices, but JAX has 8" in msg and "setup_devices(16)" in msg, msg
-msg = error(lambda: make_mesh((8,), ("x", "y")), ValueError)
-assert "names must be 1 distinct" in msg, msg
-msg = error(lambda: make_mesh((0, 8), ("x", "y")), ValueError)
-assert "positive ints" in msg, msg
-assert make_mesh((8,), "x", explicit=True).axis_types == (jax.sharding.AxisType.Explicit,)
-assert make_mesh((2, 4), ("a", "b")).axis_types == (jax.sharding.AxisType.Auto,) * 2
-msg = error(lambda: plot_sharding(np.zeros(3)), TypeError)
-assert "expected a jax.Array" in msg
-msg = error(lambda: plot_sharding(jnp.zeros((2, 2, 2))), ValueError)
-assert "1 or 2 dimensions" in msg
-print("ALL OK")
-'''
+def test_blocks_make_replication_explicit(put):
+    rows = shard_blocks(put(P("x", None)))
+    assert len(rows) == 4 and all(b.replicated and len(b.devices) == 2 for b in rows)
+    assert [b.devices for b in rows] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    full = shard_blocks(put(P()))
+    assert len(full) == 1 and full[0].devices == tuple(range(8))
+    tiles = shard_blocks(put(P("x", "y")))
+    assert len(tiles) == 8 and not any(b.replicated for b in tiles)
 
 
-def test_sharding_module_on_8_devices():
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "ALL OK" in proc.stdout
+def test_notation_of_arrays(put):
+    assert notation(put(P("x", None))) == "A[I_x, J]"
+    assert notation(put(P("x", "y")), name="W") == "W[I_x, J_y]"
+    assert notation(put(P(("x", "y")))) == "A[I_xy, J]"
+    assert notation(put(P())) == "A[I, J]"
+    assert notation(jnp.ones((2, 3))) == "A[I, J] (one device)"
+    assert notation(jax.pmap(lambda r: r)(jnp.ones((8, 2)))) == "A[I_pmap, J]"
+    # The caller chooses the index letters; the default is unchanged.
+    assert notation(put(P("x", None)), "W", indices="KN") == "W[K_x, N]"
+    assert notation(put(P(None, "y")), "x", indices=("B", "K")) == "x[B, K_y]"
+    s1 = jax.jit(lambda a: a.sum(axis=0))(put(P("x", "y")))
+    assert notation(s1, "s", indices="J") == "s[J_y]"
+    assert notation(s1, "s") == "s[I_y]"
+
+
+def test_notation_errors(put):
+    with pytest.raises(ValueError, match=r"1 index letter\(s\).*2 dimension\(s\)"):
+        notation(put(P()), indices="K")
+    with pytest.raises(TypeError, match="indices must be a string"):
+        notation(put(P()), indices=3)
+    with pytest.raises(TypeError, match=r"notation\(name=3\): name must be a str"):
+        notation(put(P()), name=3)
+
+
+def test_plot_sharding_labels_each_block_and_calls_out_replication(put, mesh):
+    import matplotlib.pyplot as plt
+
+    ax = plot_sharding(put(P("x", None)), name="W", indices="KN")
+    assert ax.get_title().startswith("W[K_x, N]"), ax.get_title()
+    ax = plot_sharding(put(P("x", None)))
+    labels = [t.get_text() for t in ax.texts]
+    assert labels == [f"D{2 * i} D{2 * i + 1}\nreplicated ×2" for i in range(4)], labels
+    assert "A[I_x, J]" in ax.get_title()
+    ax = plot_sharding(put(P("x", "y")))
+    assert sorted(t.get_text() for t in ax.texts) == [f"D{i}" for i in range(8)]
+    ax = plot_sharding(jax.device_put(jnp.arange(16.0), NamedSharding(mesh, P("x"))))
+    assert len(ax.texts) == 4 and list(ax.get_xticks()) == [0, 4, 8, 12, 16]
+    plt.close("all")
+    assert show(put(P("x", "y"))) is None  # nothing for a notebook to echo ...
+    assert plt.gcf().axes[0].get_title().startswith("A[I_x, J_y]")  # ... but the figure is drawn
+    plt.close("all")
+
+
+def test_plot_sharding_errors():
+    with pytest.raises(TypeError, match=r"plot_sharding\(arr=...\): arr must be a jax.Array"):
+        plot_sharding(np.zeros(3))
+    with pytest.raises(ValueError, match="1 or 2 dimensions"):
+        plot_sharding(jnp.zeros((2, 2, 2)))
+
+
+def test_split_and_shard_batch(mesh):
+    assert split_batch(jnp.zeros((16, 3))).shape == (8, 2, 3)
+    xy = split_batch((jnp.zeros((16, 3)), jnp.zeros(16)))
+    assert xy[0].shape == (8, 2, 3) and xy[1].shape == (8, 2)
+    assert split_batch(jnp.zeros((6, 1)), n_devices=3).shape == (3, 2, 1)
+    sb = shard_batch(jnp.zeros((12, 5)), mesh, "x")
+    assert sb.sharding.spec == P("x") and {s.data.shape for s in sb.addressable_shards} == {(3, 5)}
+    both = shard_batch(jnp.zeros((16, 5)), mesh, ("x", "y"))
+    assert {s.data.shape for s in both.addressable_shards} == {(2, 5)}
+
+
+def test_batch_helper_errors(mesh):
+    with pytest.raises(
+        ValueError,
+        match=r"batch of 10 examples does not divide across 8 devices.*multiple of 8 \(e.g. 16 or 8\)",
+    ):
+        split_batch(jnp.zeros((10, 3)))
+    with pytest.raises(ValueError, match="batch of 6 examples does not divide across 8 devices"):
+        shard_batch(jnp.zeros((6, 2)), mesh, ("x", "y"))
+    with pytest.raises(ValueError, match="same batch size"):
+        split_batch((jnp.zeros((8, 3)), jnp.zeros(16)))
+    with pytest.raises(
+        ValueError,
+        match=r"shard_batch\(axis='z'\): the mesh has axes \('x', 'y'\); 'z' is not among them",
+    ):
+        shard_batch(jnp.zeros((8, 2)), mesh, "z")
+    with pytest.raises(TypeError, match=r"shard_batch\(axis=3\): axis must be a mesh axis name"):
+        shard_batch(jnp.zeros((8, 2)), mesh, 3)
+    with pytest.raises(TypeError, match=r"split_batch\(n_devices=2.0\): n_devices must be an int"):
+        split_batch(jnp.zeros((8, 2)), n_devices=2.0)
+
+
+def test_make_mesh(mesh):
+    assert make_mesh((8,), "x", explicit=True).axis_types == (jax.sharding.AxisType.Explicit,)
+    assert make_mesh((2, 4), ("a", "b")).axis_types == (jax.sharding.AxisType.Auto,) * 2
+    assert make_mesh(8, "x").shape == {"x": 8}
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, message",
+    [
+        (
+            ((4, 4), ("x", "y")),
+            {},
+            ValueError,
+            r"needs 16 devices, but JAX has 8.*setup_devices\(16\)",
+        ),
+        (
+            ((8,), ("x", "y")),
+            {},
+            ValueError,
+            r"make_mesh\(names=\('x', 'y'\)\): names must be 1 distinct",
+        ),
+        (((4, 2), ("x", "x")), {}, ValueError, "names must be 2 distinct"),
+        (
+            ((0, 8), ("x", "y")),
+            {},
+            ValueError,
+            r"make_mesh\(shape=\(0, 8\)\): shape must be a non-empty tuple of ints >= 1",
+        ),
+        (
+            ((8.0,), ("x",)),
+            {},
+            TypeError,
+            r"make_mesh\(shape=\(8.0,\)\): shape must hold ints only",
+        ),
+        (("8", ("x",)), {}, TypeError, r"make_mesh\(shape='8'\): shape must be a tuple of ints"),
+        (
+            ((8,), (1,)),
+            {},
+            TypeError,
+            r"make_mesh\(names=\(1,\)\): names must be a tuple of axis names",
+        ),
+        (
+            ((8,), "x"),
+            {"explicit": 1},
+            TypeError,
+            r"make_mesh\(explicit=1\): explicit must be True or False",
+        ),
+    ],
+)
+def test_make_mesh_errors(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        make_mesh(*args, **kwargs)
 
 
 # ------------------------------------------------- silent wrong results (issue 17)
-# In-process: conftest.py gives this process 8 CPU devices.
 
 
 def test_notation_reads_a_partition_spec_as_a_spec():
@@ -147,14 +219,17 @@ def test_notation_reads_a_partition_spec_as_a_spec():
 def test_notation_refuses_what_is_not_an_array_sharding_or_spec(bad):
     from jaxguide.sharding import notation
 
-    with pytest.raises(TypeError, match=r"notation\(.*\): expected a jax.Array, a sharding or a PartitionSpec"):
+    with pytest.raises(
+        TypeError, match=r"notation\(.*\): expected a jax.Array, a sharding or a PartitionSpec"
+    ):
         notation(bad)
 
 
 def test_notation_of_a_sharding_object_and_an_abstract_array():
     import jax
     import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from jaxguide.sharding import make_mesh, notation
 
@@ -172,7 +247,11 @@ def test_shard_batch_refuses_what_is_not_a_mesh():
 
     from jaxguide.sharding import shard_batch
 
-    with pytest.raises(TypeError, match=r"shard_batch\(mesh=None\): mesh must be a jax.sharding.Mesh"):
+    with pytest.raises(
+        TypeError, match=r"shard_batch\(mesh=None\): mesh must be a jax.sharding.Mesh"
+    ):
         shard_batch(jnp.zeros((8, 2)), None)
-    with pytest.raises(TypeError, match=r"shard_batch\(mesh=\(8,\)\): mesh must be a jax.sharding.Mesh"):
+    with pytest.raises(
+        TypeError, match=r"shard_batch\(mesh=\(8,\)\): mesh must be a jax.sharding.Mesh"
+    ):
         shard_batch(jnp.zeros((8, 2)), (8,))

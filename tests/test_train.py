@@ -1,11 +1,8 @@
-"""jaxguide.data (spirals, batches), jaxguide.nn and jaxguide.train: training converges,
-data parallelism matches one device, checkpoints round-trip exactly, bad input is refused."""
+"""jaxguide.data (spirals, batches), models (the MLP), train, plots and checkpoints:
+training converges, data parallelism matches one device (in-process, on conftest's 8 CPU
+devices), checkpoints round-trip exactly, bad input is refused."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +10,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxguide import data, nn, train
+from jaxguide import checkpoints, data, models, train
 
 
 @pytest.fixture(scope="module")
@@ -43,18 +40,20 @@ def test_train_test_split_partitions_the_examples():
     (xa, ya), (xb, yb) = data.train_test_split(x, y, test_fraction=0.25, seed=1)
     assert len(xb) == 5 and len(xa) == 15
     assert sorted(ya.tolist() + yb.tolist()) == list(range(20))
-    np.testing.assert_array_equal(xa[:, 0], ya)       # rows stay paired
+    np.testing.assert_array_equal(xa[:, 0], ya)  # rows stay paired
 
 
 def test_batch_at_is_a_pure_function_of_the_step_and_covers_each_epoch():
     x = np.arange(10.0)
-    first = [data.batch_at(x, s, batch_size=3, seed=5) for s in range(3)]   # one epoch: 3 batches
+    first = [data.batch_at(x, s, batch_size=3, seed=5) for s in range(3)]  # one epoch: 3 batches
     again = [data.batch_at(x, s, batch_size=3, seed=5) for s in (2, 0, 1)]
     np.testing.assert_array_equal(first[2], again[0])
     np.testing.assert_array_equal(first[0], again[1])
     seen = np.concatenate(first)
-    assert len(set(seen.tolist())) == 9                  # no repeats inside an epoch; one left over
-    assert not np.array_equal(data.batch_at(x, 3, batch_size=3, seed=5), first[0])  # new order next epoch
+    assert len(set(seen.tolist())) == 9  # no repeats inside an epoch; one left over
+    assert not np.array_equal(
+        data.batch_at(x, 3, batch_size=3, seed=5), first[0]
+    )  # new order next epoch
     bx, by = data.batch_at((x, x * 2), 4, batch_size=3, seed=5)
     np.testing.assert_array_equal(by, bx * 2)
 
@@ -62,12 +61,36 @@ def test_batch_at_is_a_pure_function_of_the_step_and_covers_each_epoch():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: data.batch_at(np.ones(10), 0, batch_size=11), "batch_size=11 is larger than the 10 examples"),
-        (lambda: data.batch_at(np.ones(10), -1, batch_size=2), "step"),
+        (
+            lambda: data.batch_at(np.ones(10), 0, batch_size=11),
+            "batch_size=11 is larger than the 10 examples",
+        ),
+        (
+            lambda: data.batch_at(np.ones(10), -1, batch_size=2),
+            r"batch_at\(step=-1\): step must be an int >= 0",
+        ),
         (lambda: data.batch_at((np.ones(10), np.ones(9)), 0, batch_size=2), "same length"),
-        (lambda: data.spirals(jax.random.key(0), 100, n_classes=1), "n_classes >= 2"),
+        (
+            lambda: data.spirals(jax.random.key(0), 100, n_classes=1),
+            r"spirals\(n_classes=1\): n_classes must be an int >= 2",
+        ),
+        (
+            lambda: data.spirals(jax.random.key(0), 2, n_classes=3),
+            r"spirals\(n_samples=2\): n_samples must be at least n_classes=3",
+        ),
         (lambda: data.train_test_split(np.ones(4), np.ones(5)), "x has 4 examples but y has 5"),
-        (lambda: data.train_test_split(np.ones(4), np.ones(4), test_fraction=1.5), "test_fraction"),
+        (
+            lambda: data.train_test_split(np.ones(4), np.ones(4), test_fraction=1.5),
+            r"train_test_split\(test_fraction=1.5\): test_fraction must be in \(0, 1\)",
+        ),
+        (
+            lambda: data.train_test_split(np.ones(4), np.ones(4), seed=-2),
+            r"train_test_split\(seed=-2\): seed must be an int >= 0",
+        ),
+        (
+            lambda: data.batch_at(np.ones(10), 0, batch_size=2, seed=-1),
+            r"batch_at\(seed=-1\): seed must be an int >= 0",
+        ),
     ],
 )
 def test_data_errors(call, message):
@@ -75,31 +98,51 @@ def test_data_errors(call, message):
         call()
 
 
-# ------------------------------------------------------------------- nn
+# ------------------------------------------------------------------- models
 
 
 def test_mlp_matches_a_numpy_forward_pass():
-    params = nn.init_mlp(jax.random.key(0), (2, 5, 3))
+    params = models.init_mlp(jax.random.key(0), (2, 5, 3))
     x = np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32)
     w1, b1, w2, b2 = (np.asarray(params[i][k]) for i in (0, 1) for k in ("w", "b"))
     expected = np.maximum(x @ w1 + b1, 0) @ w2 + b2
-    np.testing.assert_allclose(nn.mlp(params, x), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(models.mlp(params, x), expected, rtol=1e-5, atol=1e-6)
     labels = np.array([0, 2, 1, 1])
     log_p = expected - np.log(np.exp(expected).sum(axis=1, keepdims=True))
-    assert float(nn.cross_entropy(jnp.asarray(expected), labels)) == pytest.approx(-log_p[np.arange(4), labels].mean(), rel=1e-5)
-    assert float(nn.accuracy(jnp.asarray(expected), labels)) == np.mean(expected.argmax(1) == labels)
+    assert float(models.cross_entropy(jnp.asarray(expected), labels)) == pytest.approx(
+        -log_p[np.arange(4), labels].mean(), rel=1e-5
+    )
+    assert float(models.accuracy(jnp.asarray(expected), labels)) == np.mean(
+        expected.argmax(1) == labels
+    )
 
 
-def test_nn_errors_name_the_mismatch():
-    params = nn.init_mlp(jax.random.key(0), (3, 4, 2))
-    with pytest.raises(ValueError, match="the data has 2 features .* first layer expects 3"):
-        nn.mlp(params, jnp.ones((5, 2)))
-    with pytest.raises(ValueError, match="labels of shape \\(4,\\) do not match logits of shape \\(5, 2\\)"):
-        nn.cross_entropy(jnp.ones((5, 2)), jnp.zeros(4, dtype=jnp.int32))
+def test_model_errors_name_the_mismatch():
+    params = models.init_mlp(jax.random.key(0), (3, 4, 2))
+    with pytest.raises(
+        ValueError,
+        match=r"mlp: the data has 2 features \(x.shape=\(5, 2\)\) but the model expects 3",
+    ):
+        models.mlp(params, jnp.ones((5, 2)))
+    with pytest.raises(
+        ValueError, match="labels of shape \\(4,\\) do not match logits of shape \\(5, 2\\)"
+    ):
+        models.cross_entropy(jnp.ones((5, 2)), jnp.zeros(4, dtype=jnp.int32))
     with pytest.raises(TypeError, match="integer class indices"):
-        nn.accuracy(jnp.ones((5, 2)), jnp.zeros(5))
-    with pytest.raises(ValueError, match="at least two positive ints"):
-        nn.init_mlp(jax.random.key(0), (3,))
+        models.accuracy(jnp.ones((5, 2)), jnp.zeros(5))
+    with pytest.raises(
+        ValueError, match=r"init_mlp\(sizes=\(3,\)\): sizes needs at least two widths"
+    ):
+        models.init_mlp(jax.random.key(0), (3,))
+    with pytest.raises(
+        ValueError,
+        match=r"init_mlp\(sizes=\(2, 0, 3\)\): sizes must be a non-empty tuple of ints >= 1",
+    ):
+        models.init_mlp(jax.random.key(0), (2, 0, 3))
+    with pytest.raises(TypeError, match=r"init_mlp\(sizes=\(2, 4.5\)\): sizes must hold ints only"):
+        models.init_mlp(jax.random.key(0), (2, 4.5))
+    with pytest.raises(TypeError, match=r"mlp\(params=...\): params must be a non-empty list"):
+        models.mlp({"w": jnp.ones((2, 3))}, jnp.ones((5, 2)))
 
 
 # ------------------------------------------------------------------- train
@@ -107,42 +150,50 @@ def test_nn_errors_name_the_mismatch():
 
 def test_training_converges(spirals):
     (x, y), (xt, yt) = spirals
-    params = nn.init_mlp(jax.random.key(1), (2, 64, 64, 3))
+    params = models.init_mlp(jax.random.key(1), (2, 64, 64, 3))
     optimizer = optax.adamw(3e-3, weight_decay=1e-4)
     lines = []
-    evaluate = jax.jit(lambda p: {"acc": nn.accuracy(nn.mlp(p, xt), yt)})
+    evaluate = jax.jit(lambda p: {"acc": models.accuracy(models.mlp(p, xt), yt)})
     params, _, history = train.fit(
-        train.make_step(nn.classifier_loss, optimizer), params, optimizer.init(params), (x, y),
-        steps=800, batch_size=64, log_every=200, evaluate=evaluate, print_fn=lines.append,
+        train.make_step(models.classifier_loss, optimizer),
+        params,
+        optimizer.init(params),
+        (x, y),
+        steps=800,
+        batch_size=64,
+        log_every=200,
+        evaluate=evaluate,
+        print_fn=lines.append,
     )
     assert len(lines) == 4 and lines[-1].startswith("step   800/800")
     assert history.steps == list(range(1, 801)) and len(history.loss) == 800
     assert history.eval_steps == [200, 400, 600, 800]
     assert np.mean(history.loss[-50:]) < 0.3 * np.mean(history.loss[:50])
-    accuracy = float(nn.accuracy(nn.mlp(params, xt), yt))
+    accuracy = float(models.accuracy(models.mlp(params, xt), yt))
     assert accuracy > 0.95, accuracy
     assert history.metrics["acc"][-1] == pytest.approx(accuracy)
-    assert history.steps_per_second > 0
+    rest = history.seconds - history.first_step_seconds
+    assert history.steps_per_second == pytest.approx(799 / rest)
 
 
 def test_make_step_is_one_optax_update():
-    params = nn.init_mlp(jax.random.key(0), (2, 4, 3))
+    params = models.init_mlp(jax.random.key(0), (2, 4, 3))
     batch = (jnp.ones((8, 2)), jnp.zeros(8, dtype=jnp.int32))
-    step = train.make_step(nn.classifier_loss, optax.sgd(0.5), jit=False)
+    step = train.make_step(models.classifier_loss, optax.sgd(0.5), jit=False)
     new, _, loss = step(params, optax.sgd(0.5).init(params), batch)
-    grads = jax.grad(nn.classifier_loss)(params, batch)
+    grads = jax.grad(models.classifier_loss)(params, batch)
     for p, g, n in zip(jax.tree.leaves(params), jax.tree.leaves(grads), jax.tree.leaves(new)):
         np.testing.assert_allclose(n, p - 0.5 * g, rtol=1e-6)
-    assert float(loss) == pytest.approx(float(nn.classifier_loss(params, batch)))
+    assert float(loss) == pytest.approx(float(models.classifier_loss(params, batch)))
 
 
 def test_train_argument_errors():
-    params = nn.init_mlp(jax.random.key(0), (2, 4, 3))
+    params = models.init_mlp(jax.random.key(0), (2, 4, 3))
     opt = optax.sgd(0.1)
-    step = train.make_step(nn.classifier_loss, opt)
+    step = train.make_step(models.classifier_loss, opt)
     xy = (np.ones((16, 2), np.float32), np.zeros(16, np.int32))
     with pytest.raises(TypeError, match="optax GradientTransformation"):
-        train.make_step(nn.classifier_loss, "adam")
+        train.make_step(models.classifier_loss, "adam")
     with pytest.raises(ValueError, match=r"fit\(steps=0\): steps must be an int >= 1"):
         train.fit(step, params, opt.init(params), xy, steps=0, batch_size=4)
     with pytest.raises(TypeError, match=r"fit\(batch_size=4.0\): batch_size must be an int"):
@@ -150,188 +201,98 @@ def test_train_argument_errors():
     with pytest.raises(ValueError, match="batch_size=32 is larger than the 16 examples"):
         train.fit(step, params, opt.init(params), xy, steps=1, batch_size=32)
     with pytest.raises(ValueError, match="the data has 2 features .* expects 5"):
-        wide = nn.init_mlp(jax.random.key(0), (5, 4, 3))
+        wide = models.init_mlp(jax.random.key(0), (5, 4, 3))
         train.fit(step, wide, opt.init(wide), xy, steps=1, batch_size=4, log_every=None)
-
-
-def _state(seed=0):
-    params = nn.init_mlp(jax.random.key(seed), (2, 8, 3))
-    return {"params": params, "opt_state": optax.adamw(1e-3).init(params)}
-
-
-def test_checkpoint_round_trip_is_exact(tmp_path):
-    state = _state()
-    state["opt_state"] = optax.adamw(1e-3).update(jax.tree.map(jnp.ones_like, state["params"]),
-                                                  state["opt_state"], state["params"])[1]
-    folder = train.save_checkpoint(tmp_path / "run", 7, state)
-    assert folder == (tmp_path / "run" / "7").absolute() and folder.is_dir()
-    assert train.checkpoint_steps(tmp_path / "run") == [7]
-    restored, step = train.restore_checkpoint(tmp_path / "run", jax.eval_shape(lambda: _state(1)))
-    assert step == 7
-    assert jax.tree.structure(restored) == jax.tree.structure(state)
-    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state)):
-        np.testing.assert_array_equal(a, b)
-        assert a.dtype == b.dtype
 
 
 def test_resumed_training_equals_uninterrupted(tmp_path, spirals):
     (x, y), _ = spirals
     opt = optax.adamw(3e-3)
-    step = train.make_step(nn.classifier_loss, opt)
-    p0 = nn.init_mlp(jax.random.key(2), (2, 16, 3))
+    step = train.make_step(models.classifier_loss, opt)
+    p0 = models.init_mlp(jax.random.key(2), (2, 16, 3))
     p, s, _ = train.fit(step, p0, opt.init(p0), (x, y), steps=40, batch_size=32, log_every=None)
-    train.save_checkpoint(tmp_path, 40, {"p": p, "s": s})
-    restored, at = train.restore_checkpoint(tmp_path, {"p": p0, "s": opt.init(p0)})
-    p_resumed, _, h_resumed = train.fit(step, restored["p"], restored["s"], (x, y), steps=40, start=at,
-                                        batch_size=32, log_every=None)
-    p_straight, _, h_straight = train.fit(step, p0, opt.init(p0), (x, y), steps=80, batch_size=32, log_every=None)
+    checkpoints.save_checkpoint(tmp_path, 40, {"p": p, "s": s})
+    restored, at = checkpoints.restore_checkpoint(tmp_path, {"p": p0, "s": opt.init(p0)})
+    p_resumed, _, h_resumed = train.fit(
+        step,
+        restored["p"],
+        restored["s"],
+        (x, y),
+        steps=40,
+        start=at,
+        batch_size=32,
+        log_every=None,
+    )
+    p_straight, _, h_straight = train.fit(
+        step, p0, opt.init(p0), (x, y), steps=80, batch_size=32, log_every=None
+    )
     assert h_resumed.loss == h_straight.loss[40:]
     for a, b in zip(jax.tree.leaves(p_resumed), jax.tree.leaves(p_straight)):
         np.testing.assert_array_equal(a, b)
 
 
-def test_checkpoint_refuses_a_foreign_directory_and_overwrites_nothing(tmp_path):
-    (tmp_path / "results.csv").write_text("keep me")
-    with pytest.raises(train.CheckpointError, match="holds something other than checkpoints \\(results.csv\\)"):
-        train.save_checkpoint(tmp_path, 0, _state())
-    assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]
-    assert (tmp_path / "results.csv").read_text() == "keep me"
-    with pytest.raises(train.CheckpointError):
-        train.restore_checkpoint(tmp_path, _state())
-    target = tmp_path / "a-file"
-    target.write_text("x")
-    with pytest.raises(train.CheckpointError, match="is a file, not a directory"):
-        train.save_checkpoint(target, 0, _state())
+def test_data_parallel_fit_matches_one_device(spirals):
+    # In-process, on the 8 CPU devices conftest.py sets up.
+    from jax import lax
 
+    from jaxguide.sharding import make_mesh, split_batch
 
-def test_checkpoint_refuses_to_overwrite_a_step(tmp_path):
-    train.save_checkpoint(tmp_path, 3, _state(0))
-    with pytest.raises(train.CheckpointError, match="step 3 is already saved"):
-        train.save_checkpoint(tmp_path, 3, _state(1))
-    restored, _ = train.restore_checkpoint(tmp_path, _state(0))
-    for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(_state(0))):
-        np.testing.assert_array_equal(a, b)             # still step 3 of the first save
-
-
-def test_restore_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoints"):
-        train.restore_checkpoint(tmp_path / "missing", _state())
-    train.save_checkpoint(tmp_path, 1, _state())
-    with pytest.raises(FileNotFoundError, match="step 2 is not in .*saved steps: \\[1\\]"):
-        train.restore_checkpoint(tmp_path, _state(), step=2)
-
-
-def test_plots(spirals):
-    import matplotlib
-
-    matplotlib.use("Agg")
     (x, y), _ = spirals
-    history = train.History(steps=[1, 2, 3], loss=[1.0, 0.5, 0.25], eval_steps=[3], metrics={"acc": [0.9]})
-    fig = train.plot_history(history)
-    assert len(fig.axes) == 2
-    params = nn.init_mlp(jax.random.key(0), (2, 8, 3))
-    ax = train.plot_decision_boundary(lambda p: nn.mlp(params, p), x[:50], y[:50], resolution=20)
-    assert ax.collections
-    with pytest.raises(ValueError, match="expected x of shape \\(n, 2\\)"):
-        train.plot_decision_boundary(lambda p: p, np.ones((5, 3)), np.ones(5))
-    with pytest.raises(TypeError, match="History returned by fit"):
-        train.plot_history([1, 2])
+    params = models.init_mlp(jax.random.key(1), (2, 32, 3))
+    opt = optax.adamw(3e-3)
+    step = train.make_step(models.classifier_loss, opt)
+    mesh = make_mesh((8,), ("x",))
+    kw = dict(steps=30, batch_size=64, log_every=None)
+    p1, _, h1 = train.fit(step, params, opt.init(params), (x, y), **kw)
+    p2, _, h2 = train.fit(step, params, opt.init(params), (x, y), mesh=mesh, **kw)
+    assert p2[0]["w"].sharding.is_fully_replicated and len(p2[0]["w"].sharding.device_set) == 8
+    np.testing.assert_allclose(h2.loss, h1.loss, atol=1e-5, rtol=0)
+
+    def pstep(p, s, b):
+        loss, g = jax.value_and_grad(models.classifier_loss)(p, b)
+        g, loss = lax.pmean((g, loss), "d")
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s, loss
+
+    pm = jax.pmap(pstep, axis_name="d", in_axes=(None, None, 0), out_axes=(None, None, None))
+    _, _, h3 = train.fit(pm, params, opt.init(params), (x, y), place=split_batch, **kw)
+    np.testing.assert_allclose(h3.loss, h1.loss, atol=1e-5, rtol=0)
 
 
-DATA_PARALLEL = r'''
-import jaxguide
-jaxguide.setup_devices(8)
-import jax, jax.numpy as jnp, numpy as np, optax
-from jax import lax
-from jax.sharding import PartitionSpec as P
-from jaxguide import data, nn, train
-from jaxguide.sharding import make_mesh, split_batch
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"batch_size": 60},
+            ValueError,
+            r"fit\(batch_size=...\): a batch of 60 examples does not divide across 8 devices",
+        ),
+        ({"batch_size": 12}, ValueError, "a batch of 12 examples does not divide across 8 devices"),
+        (
+            {"axis": "data"},
+            ValueError,
+            r"fit\(axis='data'\): the mesh has axes \('x',\); 'data' is not among them",
+        ),
+        (
+            {"axis": ("x", 1)},
+            TypeError,
+            r"fit\(axis=\('x', 1\)\): axis must be a mesh axis name or a tuple of names",
+        ),
+        ({"seed": -1}, ValueError, r"fit\(seed=-1\): seed must be an int >= 0"),
+        ({"print_fn": None}, TypeError, r"fit\(print_fn=...\): print_fn must be a function"),
+        ({"evaluate": 3}, TypeError, r"fit\(evaluate=...\): evaluate must be a function"),
+    ],
+)
+def test_data_parallel_fit_errors(spirals, kwargs, error, message):
+    from jaxguide.sharding import make_mesh
 
-x, y = data.spirals(jax.random.key(0), 800)
-params = nn.init_mlp(jax.random.key(1), (2, 32, 3))
-opt = optax.adamw(3e-3)
-step = train.make_step(nn.classifier_loss, opt)
-mesh = make_mesh((8,), ("x",))
-kw = dict(steps=60, batch_size=64, log_every=None)
-p1, _, h1 = train.fit(step, params, opt.init(params), (x, y), **kw)
-p2, _, h2 = train.fit(step, params, opt.init(params), (x, y), mesh=mesh, **kw)
-assert p2[0]["w"].sharding.is_fully_replicated and len(p2[0]["w"].sharding.device_set) == 8
-np.testing.assert_allclose(h2.loss, h1.loss, atol=1e-5, rtol=0)
-
-def pstep(p, s, b):
-    loss, g = jax.value_and_grad(nn.classifier_loss)(p, b)
-    g, loss = lax.pmean((g, loss), "d")
-    u, s = opt.update(g, s, p)
-    return optax.apply_updates(p, u), s, loss
-pm = jax.pmap(pstep, axis_name="d", in_axes=(None, None, 0), out_axes=(None, None, None))
-_, _, h3 = train.fit(pm, params, opt.init(params), (x, y), place=split_batch, **kw)
-np.testing.assert_allclose(h3.loss, h1.loss, atol=1e-5, rtol=0)
-
-for bad, parts in [(60, 8), (12, 8)]:
-    try:
-        train.fit(step, params, opt.init(params), (x, y), steps=1, batch_size=bad, mesh=mesh)
-    except ValueError as e:
-        assert f"a batch of {bad} examples does not divide across {parts} devices" in str(e), e
-    else:
-        raise AssertionError("no error")
-try:
-    train.fit(step, params, opt.init(params), (x, y), steps=1, batch_size=64, mesh=mesh, axis="data")
-except ValueError as e:
-    assert "fit(axis='data'): the mesh has axes ('x',); 'data' is not one of them" in str(e), e
-else:
-    raise AssertionError("no error")
-print("DATA-PARALLEL OK")
-'''
-
-
-def test_data_parallel_fit_matches_one_device():
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(DATA_PARALLEL)], capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "DATA-PARALLEL OK" in result.stdout
-
-
-def test_checkpoint_messages_name_the_directory_as_given(tmp_path, monkeypatch):
-    # A relative name stays relative in the message, so outputs do not depend on the
-    # folder a program runs in.
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "a.csv").write_text("x")
-    with pytest.raises(train.CheckpointError, match=r"^save_checkpoint: notes holds") as info:
-        train.save_checkpoint("notes", 0, _state())
-    assert str(tmp_path) not in str(info.value)
-    with pytest.raises(FileNotFoundError, match=r"no checkpoints in missing\.$"):
-        train.restore_checkpoint("missing", _state())
-
-
-def test_nnx_state_round_trips_through_a_checkpoint(tmp_path):
-    from flax import nnx
-
-    class Net(nnx.Module):
-        def __init__(self, rngs):
-            self.linear = nnx.Linear(2, 4, rngs=rngs)
-            self.norm = nnx.BatchNorm(4, rngs=rngs)
-            self.dropout = nnx.Dropout(0.5, rngs=rngs)
-
-        def __call__(self, x):
-            return self.dropout(self.norm(self.linear(x)))
-
-    model = Net(nnx.Rngs(params=0, dropout=1))
-    model(jnp.ones((3, 2)))                      # moves the statistics and the key
-    _, state = nnx.split(model)
-    train.save_checkpoint(tmp_path, 5, state)
-    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: Net(nnx.Rngs(params=7, dropout=8))))
-    restored, step = train.restore_checkpoint(tmp_path, abstract)
-    clone = nnx.merge(graphdef, restored)
-    assert step == 5
-
-    def data(a):
-        return jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a
-
-    for a, b in zip(jax.tree.leaves(nnx.state(model)), jax.tree.leaves(nnx.state(clone))):
-        np.testing.assert_array_equal(data(a), data(b))
-    model.eval(), clone.eval()
-    np.testing.assert_array_equal(model(jnp.ones((2, 2))), clone(jnp.ones((2, 2))))
+    (x, y), _ = spirals
+    params = models.init_mlp(jax.random.key(1), (2, 4, 3))
+    opt = optax.sgd(0.1)
+    step = train.make_step(models.classifier_loss, opt)
+    args = {"steps": 1, "batch_size": 64, "mesh": make_mesh((8,), ("x",)), **kwargs}
+    with pytest.raises(error, match=message):
+        train.fit(step, params, opt.init(params), (x, y), **args)
 
 
 # ------------------------------------------------- silent wrong results (issue 17)
@@ -339,15 +300,15 @@ def test_nnx_state_round_trips_through_a_checkpoint(tmp_path):
 
 def _small_fit(**kw):
     x, y = data.spirals(jax.random.key(0), 256)
-    params = nn.init_mlp(jax.random.key(1), (2, 8, 3))
+    params = models.init_mlp(jax.random.key(1), (2, 8, 3))
     opt = optax.sgd(0.1)
-    step = train.make_step(nn.classifier_loss, opt)
+    step = train.make_step(models.classifier_loss, opt)
     return train.fit(step, params, opt.init(params), (x, y), batch_size=32, log_every=None, **kw)
 
 
 def test_steps_per_second_leaves_out_the_compiling_first_step():
     h = train.History(steps=[1, 2, 3, 4, 5], seconds=10.0, first_step_seconds=9.0)
-    assert h.steps_per_second == 4.0          # 4 steps after the first, in 1 s
+    assert h.steps_per_second == 4.0  # 4 steps after the first, in 1 s
     assert np.isnan(train.History(steps=[1], seconds=3.0, first_step_seconds=3.0).steps_per_second)
     *_, history = _small_fit(steps=20)
     assert 0 < history.first_step_seconds < history.seconds
@@ -363,19 +324,33 @@ def test_fit_accepts_a_two_dimensional_batch_axis():
     p1, _, h1 = _small_fit(steps=5)
     p2, _, h2 = _small_fit(steps=5, mesh=mesh, axis=("x", "y"))
     np.testing.assert_allclose(h2.loss, h1.loss, atol=1e-5, rtol=0)
-    with pytest.raises(ValueError, match=r"a batch of 12 examples does not divide across 8 devices"):
+    with pytest.raises(
+        ValueError, match=r"a batch of 12 examples does not divide across 8 devices"
+    ):
         opt = optax.sgd(0.1)
-        train.fit(train.make_step(nn.classifier_loss, opt), p1, opt.init(p1),
-                  data.spirals(jax.random.key(0), 256), steps=1, batch_size=12, mesh=mesh,
-                  axis=("x", "y"))
-    with pytest.raises(ValueError, match=r"fit\(axis=\('x', 'z'\)\): the mesh has axes \('x', 'y'\); 'z' is not one of them"):
+        train.fit(
+            train.make_step(models.classifier_loss, opt),
+            p1,
+            opt.init(p1),
+            data.spirals(jax.random.key(0), 256),
+            steps=1,
+            batch_size=12,
+            mesh=mesh,
+            axis=("x", "y"),
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"fit\(axis=\('x', 'z'\)\): the mesh has axes \('x', 'y'\); 'z' is not among them",
+    ):
         _small_fit(steps=1, mesh=mesh, axis=("x", "z"))
     with pytest.raises(TypeError, match=r"fit\(axis=3\): axis must be a mesh axis name or a tuple"):
         _small_fit(steps=1, mesh=mesh, axis=3)
 
 
 def test_replicate_and_fit_refuse_what_is_not_a_mesh():
-    with pytest.raises(TypeError, match=r"replicate\(mesh=None\): mesh must be a jax.sharding.Mesh"):
+    with pytest.raises(
+        TypeError, match=r"replicate\(mesh=None\): mesh must be a jax.sharding.Mesh"
+    ):
         train.replicate(jnp.ones(3), None)
     with pytest.raises(TypeError, match=r"fit\(mesh='x'\): mesh must be a jax.sharding.Mesh"):
         _small_fit(steps=1, mesh="x")

@@ -7,14 +7,17 @@ Small, reusable pieces the chapters call for what repeats:
   median of repeats; ``compare``, ``table`` and ``plot_timings`` to report them.
 * :mod:`jaxguide.compiled` - ``analyze(f, *args)``: what the compiled program does:
   its collectives with their bytes, its fusions, FLOPs and memory per device.
-* :mod:`jaxguide.runinfo` - ``provenance()``: what produced a page (versions, devices, time).
+* :mod:`jaxguide.page` - ``glue`` (a value for the prose) and ``provenance()`` (what
+  produced a page: versions, devices, time): what only a page being built needs.
 * :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
-* :mod:`jaxguide.models`, :mod:`jaxguide.data` - linear and logistic regression, and
-  synthetic data sets made from a key (regression sets, spirals, step-indexed batches).
-* :mod:`jaxguide.nn`, :mod:`jaxguide.train` - a pure-JAX MLP; a jitted optax step, a
-  training loop with progress lines and data parallelism, orbax checkpoints that
-  refuse to overwrite, and training plots.
+* :mod:`jaxguide.data` - synthetic data sets made from a key (regression sets,
+  spirals, step-indexed batches).
+* :mod:`jaxguide.models` - small models as pure functions (linear and logistic
+  regression, an MLP) and their losses.
+* :mod:`jaxguide.train` - a jitted optax step and a training loop with progress lines
+  and data parallelism; :mod:`jaxguide.plots` draws a run, and
+  :mod:`jaxguide.checkpoints` saves and restores it with orbax (never overwriting).
 * :mod:`jaxguide.distributed` - ``launch(program, n_processes)``: a multi-process JAX
   system on 127.0.0.1, with every process stopped on a failure or timeout.
 * :mod:`jaxguide.sharding` - pictures of shardings drawn from ``addressable_shards``,
@@ -26,11 +29,13 @@ the device count. Every submodule is also reachable as an attribute
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+from types import ModuleType
 
-from jaxguide.runinfo import provenance
 from jaxguide.devices import DeviceSetup, DeviceSetupError, describe_devices, setup_devices
-from jaxguide.timing import Timing, benchmark, compare, format_seconds, glue, plot_timings
+from jaxguide.page import glue, provenance
+from jaxguide.timing import Timing, benchmark, compare, format_seconds, plot_timings
 
 try:
     __version__ = _version("jaxguide")
@@ -38,6 +43,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
     __version__ = "0+unknown"
 
 _SUBMODULES = (
+    "checkpoints",
     "compiled",
     "data",
     "devices",
@@ -45,16 +51,16 @@ _SUBMODULES = (
     "gradcheck",
     "jaxlogs",
     "models",
-    "nn",
+    "page",
+    "plots",
     "rng",
-    "runinfo",
     "sharding",
     "timing",
     "train",
 )
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> ModuleType:
     """Import a submodule on first access, so ``import jaxguide`` stays light."""
     if name in _SUBMODULES:
         module = importlib.import_module(f"{__name__}.{name}")
@@ -65,6 +71,7 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_SUBMODULES))
+
 
 __all__ = [
     "DeviceSetup",

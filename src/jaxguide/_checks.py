@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import jax
+    import numpy as np
+
+T = TypeVar("T")
 
 
 def _call(fn: str, name: str, value: object) -> str:
@@ -50,7 +58,9 @@ def real(
     """``value`` as a float: a real number (not a bool), not NaN, finite unless
     ``finite=False``, and ``>= minimum`` (``> minimum`` if ``exclusive``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{_call(fn, name, value)}: {name} must be a real number, got {type(value).__name__}.{hint}")
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a real number, got {type(value).__name__}.{hint}"
+        )
     value = float(value)
     if math.isnan(value) or (finite and math.isinf(value)):
         raise ValueError(f"{_call(fn, name, value)}: {name} must be a finite number.{hint}")
@@ -63,19 +73,117 @@ def real(
 def boolean(fn: str, name: str, value: object) -> bool:
     """``value``, which must be ``True`` or ``False`` (not a truthy stand-in)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{_call(fn, name, value)}: {name} must be True or False, got {type(value).__name__}.")
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be True or False, got {type(value).__name__}."
+        )
     return value
 
 
-def one_of(fn: str, name: str, value: object, choices: Iterable[object]) -> object:
+def positive_ints(fn: str, name: str, value: object, *, example: str = "(4, 2)") -> tuple[int, ...]:
+    """``value`` (an int, or a non-empty sequence of ints) as a tuple of ints ``>= 1``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a tuple of ints, got "
+            f"{type(value).__name__}; pass e.g. {example}."
+        )
+    items: tuple[Any, ...] = tuple(value)
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must hold ints only; pass e.g. {example}."
+        )
+    if not items or any(v < 1 for v in items):
+        raise ValueError(
+            f"{_call(fn, name, value)}: {name} must be a non-empty tuple of ints >= 1; pass e.g. {example}."
+        )
+    return tuple(int(v) for v in items)
+
+
+def string(fn: str, name: str, value: object, *, example: str = "'x'") -> str:
+    """``value``, which must be a non-empty ``str``."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a str, got {type(value).__name__}; pass e.g. {example}."
+        )
+    if not value:
+        raise ValueError(
+            f"{_call(fn, name, value)}: {name} must not be empty; pass e.g. {example}."
+        )
+    return value
+
+
+def function(fn: str, name: str, value: T, *, what: str = "a function") -> T:
+    """``value``, which must be callable; ``what`` says which signature is expected."""
+    if not callable(value):
+        raise TypeError(f"{fn}({name}=...): {name} must be {what}, got {type(value).__name__}.")
+    return value
+
+
+def path(fn: str, name: str, value: object) -> str | os.PathLike[str]:
+    """``value``, which must be a path (``str`` or ``os.PathLike``)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a path (str or pathlib.Path), "
+            f"got {type(value).__name__}."
+        )
+    return value
+
+
+def one_of(fn: str, name: str, value: T, choices: Iterable[object]) -> T:
     """``value``, which must be one of ``choices``."""
     choices = tuple(choices)
     if value not in choices:
-        raise ValueError(f"{_call(fn, name, value)}: {name} must be one of {', '.join(map(repr, choices))}.")
+        raise ValueError(
+            f"{_call(fn, name, value)}: {name} must be one of {', '.join(map(repr, choices))}."
+        )
     return value
 
 
-def concrete_or_none(value: object):
+def divides(fn: str, name: str, batch: int, parts: int) -> None:
+    """Raise ``ValueError`` unless a batch of ``batch`` examples splits evenly into ``parts``.
+
+    >>> divides("shard_batch", "batch", 30, 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: shard_batch(batch=...): a batch of 30 examples does not divide across 8 devices (30 = 3 × 8 + 6); use a batch size that is a multiple of 8 (e.g. 32 or 24), or drop the last 6 examples.
+    """
+    if batch % parts:
+        lower, upper = (batch // parts) * parts, (batch // parts + 1) * parts
+        fix = (
+            f"use a batch size that is a multiple of {parts} (e.g. {upper}"
+            + (f" or {lower}" if lower else "")
+            + ")"
+        )
+        raise ValueError(
+            f"{fn}({name}=...): a batch of {batch} examples does not divide across {parts} devices "
+            f"({batch} = {batch // parts} × {parts} + {batch % parts}); {fix}, or drop the "
+            f"last {batch % parts} examples."
+        )
+
+
+def mesh_axes(fn: str, name: str, value: object, mesh: Any) -> tuple[str, ...]:
+    """``value`` (a mesh axis name, or a non-empty tuple of them) as a tuple of axes of ``mesh``."""
+    if isinstance(value, str):
+        axes: tuple[str, ...] = (value,)
+    elif isinstance(value, (tuple, list)) and value and all(isinstance(a, str) for a in value):
+        axes = tuple(value)
+    else:
+        raise TypeError(
+            f"{_call(fn, name, value)}: {name} must be a mesh axis name or a tuple of names, "
+            "such as 'x' or ('x', 'y')."
+        )
+    missing = [a for a in axes if a not in mesh.shape]
+    if missing:
+        raise ValueError(
+            f"{_call(fn, name, value)}: the mesh has axes {tuple(mesh.shape)}; "
+            f"{', '.join(map(repr, missing))} {'is' if len(missing) == 1 else 'are'} not among them. "
+            f"Pass one of {tuple(mesh.shape)}."
+        )
+    return axes
+
+
+def concrete_or_none(value: object) -> np.ndarray | None:
     """``value`` as a NumPy array, or ``None`` when it is traced (inside ``jit``,
     ``vmap``, or differentiated by ``grad``): value checks run only where values exist."""
     import jax
@@ -87,7 +195,7 @@ def concrete_or_none(value: object):
         return None
 
 
-def mesh(fn: str, name: str, value: object):
+def mesh(fn: str, name: str, value: object) -> jax.sharding.Mesh | jax.sharding.AbstractMesh:
     """``value``, which must be a ``jax.sharding.Mesh`` (or an ``AbstractMesh``)."""
     import jax
 

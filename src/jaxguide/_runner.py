@@ -63,7 +63,8 @@ def main(argv: list[str]) -> None:
     kind, target = argv
     python_out = os.dup(1)
     os.dup2(2, 1)
-    sys.stdout = sys.__stdout__ = open(python_out, "w", buffering=1, encoding="utf-8", closefd=True)
+    sys.stdout = open(python_out, "w", buffering=1, encoding="utf-8", closefd=True)
+    sys.__stdout__ = sys.stdout  # type: ignore[misc]  # the program's "real" stdout is this one too
     sys.argv = [target]
     try:
         if kind == "file":

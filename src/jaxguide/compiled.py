@@ -41,10 +41,32 @@ COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "coll
 
 # Bits per element of each HLO element type.
 _BITS = {
-    "pred": 8, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16, "s32": 32,
-    "u32": 32, "s64": 64, "u64": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
-    "c64": 64, "c128": 128, "f8e4m3fn": 8, "f8e5m2": 8, "f8e4m3": 8, "f8e3m4": 8,
-    "f8e4m3b11fnuz": 8, "f8e4m3fnuz": 8, "f8e5m2fnuz": 8, "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "pred": 8,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "s32": 32,
+    "u32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f16": 16,
+    "bf16": 16,
+    "f32": 32,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e4m3fn": 8,
+    "f8e5m2": 8,
+    "f8e4m3": 8,
+    "f8e3m4": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e4m3fnuz": 8,
+    "f8e5m2fnuz": 8,
+    "f4e2m1fn": 4,
+    "f8e8m0fnu": 8,
     "token": 0,
 }
 # Operations that carry no computation of their own inside a fusion.
@@ -57,9 +79,19 @@ _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+) .*\{\s*$")
 def format_bytes(n: float) -> str:
     """Format a byte count with a binary unit: ``'512 B'``, ``'4 KiB'``, ``'1.5 MiB'``.
 
+    Args:
+        n: a number of bytes, ``>= 0``.
+
+    Returns:
+        The count with three significant digits and a unit (B, KiB, MiB, GiB, TiB).
+
     Raises:
         TypeError: ``n`` is not a number.
         ValueError: ``n`` is negative, NaN or infinite.
+
+    Example:
+        >>> format_bytes(512), format_bytes(4096), format_bytes(3 * 2**20 / 2)
+        ('512 B', '4 KiB', '1.5 MiB')
     """
     n = _checks.real("format_bytes", "n", n, minimum=0)
     if n < 1024:
@@ -92,7 +124,7 @@ def _split_instruction(rest: str) -> tuple[str, str, str, str] | None:
     """``'f32[16]{0} all-reduce(%a), channel_id=1, ...'`` -> (shape, op, args, attrs)."""
     if rest.startswith("("):  # a tuple shape: up to its matching parenthesis
         depth = 0
-        for i, ch in enumerate(rest):
+        for i, ch in enumerate(rest):  # noqa: B007 (i is used after the loop)
             depth += ch == "("
             depth -= ch == ")"
             if depth == 0:
@@ -155,7 +187,9 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
 def _group_size(attrs: str, devices: int | None = None) -> int | None:
     """Devices taking part in each group of a collective, from its replica groups
     (``devices``: the program's partition count, for groups that mean "all")."""
-    if re.search(r"replica_groups=\{\}", attrs) or ("replica_groups=" not in attrs and "source_target_pairs" not in attrs):
+    if re.search(r"replica_groups=\{\}", attrs) or (
+        "replica_groups=" not in attrs and "source_target_pairs" not in attrs
+    ):
         return devices  # no groups listed: one group of every device
     match = re.search(r"replica_groups=\{(\{[\d,]*\})", attrs)
     if match:  # explicit groups: {{0,1,2,3},{4,5,6,7}}
@@ -291,7 +325,10 @@ class ProgramReport:
 
     def __str__(self) -> str:
         n = len(self.collectives)
-        lines = [f"collectives: {n}" + (f", {format_bytes(self.collective_bytes())} per device" if n else "")]
+        lines = [
+            f"collectives: {n}"
+            + (f", {format_bytes(self.collective_bytes())} per device" if n else "")
+        ]
         lines += [f"  {c}" for c in self.collectives]
         lines.append(f"fusions: {len(self.fusions)}")
         lines += [f"  {f}" for f in self.fusions]
@@ -339,7 +376,9 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
         4096
     """
     if not callable(f):
-        raise TypeError(f"analyze: f must be a function or a jax.jit object, got {type(f).__name__}.")
+        raise TypeError(
+            f"analyze: f must be a function or a jax.jit object, got {type(f).__name__}."
+        )
     import jax
 
     jitted = f if hasattr(f, "lower") else jax.jit(f)
@@ -358,7 +397,9 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
     # Computations that run once per loop iteration: while bodies, and what they call.
     looped: set[str] = set()
     todo = [
-        m for ins in by_name.values() if ins.op == "while"
+        m
+        for ins in by_name.values()
+        if ins.op == "while"
         for m in re.findall(r"(?:body|condition)=%([\w.\-]+)", ins.attrs)
     ]
     while todo:
@@ -368,20 +409,26 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
         looped.add(name)
         for ins in computations[name]:
             todo += re.findall(r"(?:calls|to_apply|body|condition)=%([\w.\-]+)", ins.attrs)
-            todo += re.findall(r"%([\w.\-]+)", "".join(re.findall(r"branch_computations=\{([^}]*)\}", ins.attrs)))
+            todo += re.findall(
+                r"%([\w.\-]+)", "".join(re.findall(r"branch_computations=\{([^}]*)\}", ins.attrs))
+            )
 
     collectives = []
     for name, instructions in computations.items():
         for ins in instructions:
-            kind = ins.op.removesuffix("-start")
-            if kind not in COLLECTIVES:
+            op_kind = ins.op.removesuffix("-start")
+            if op_kind not in COLLECTIVES:
                 continue
             operands = [by_name[o] for o in ins.operands if o in by_name]
             arrays = [a for o in operands for a in _arrays(o.shape)]
-            result = done_of[ins.name].shape if ins.op.endswith("-start") and ins.name in done_of else ins.shape
+            result = (
+                done_of[ins.name].shape
+                if ins.op.endswith("-start") and ins.name in done_of
+                else ins.shape
+            )
             collectives.append(
                 Collective(
-                    kind=kind,
+                    kind=op_kind,
                     shapes=tuple(dims for _, dims in arrays),
                     dtypes=tuple(dt for dt, _ in arrays),
                     operand_bytes=_nbytes(arrays),
@@ -397,9 +444,9 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
         for ins in instructions:
             if ins.op != "fusion":
                 continue
-            called = re.search(r"calls=%([\w.\-]+)", ins.attrs)
+            called_at = re.search(r"calls=%([\w.\-]+)", ins.attrs)
             kind = re.search(r"kind=(\w+)", ins.attrs)
-            body = computations.get(called.group(1), []) if called else []
+            body = computations.get(called_at.group(1), []) if called_at else []
             constants = {i.name for i in body if i.op == "constant"}
             ops = tuple(
                 i.op

@@ -20,10 +20,20 @@ Example:
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from jaxguide._checks import positive_int, real
 
+if TYPE_CHECKING:
+    import jax
+    import numpy as np
+    from jax.typing import ArrayLike
+
+#: An array, or a pytree of arrays with the same leading size (e.g. ``(x, y)``).
+Dataset: TypeAlias = Any
+
 __all__ = [
+    "Dataset",
     "linear_regression",
     "logistic_regression",
     "spirals",
@@ -33,17 +43,41 @@ __all__ = [
 ]
 
 
-def linear_regression(key, n_samples: int, n_features: int, noise: float = 0.1):
+def linear_regression(
+    key: ArrayLike, n_samples: int, n_features: int, noise: float = 0.1
+) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
     """``y = x @ w + b + noise`` with random true ``w``, ``b``.
 
-    Returns ``(x, y, true_params)`` where ``true_params = {"w": ..., "b": ...}``.
+    Args:
+        key: a JAX random key.
+        n_samples, n_features: the shape of ``x``, positive ints.
+        noise: standard deviation of the Gaussian noise added to ``y``, finite, ``>= 0``.
+
+    Returns:
+        ``(x, y, true_params)``: ``x`` of shape ``(n_samples, n_features)``, ``y`` of
+        shape ``(n_samples,)``, and ``true_params = {"w": (d,), "b": ()}``.
+
+    Raises:
+        TypeError: a count that is not an int, or ``noise`` not a real number.
+        ValueError: a count below 1, or ``noise`` negative, NaN or infinite.
+
+    Example:
+        >>> import jax
+        >>> x, y, true = linear_regression(jax.random.key(0), 4, 2, noise=0.0)
+        >>> bool(jax.numpy.allclose(y, x @ true["w"] + true["b"]))
+        True
     """
     import jax
-    import jax.numpy as jnp
 
     n = positive_int("linear_regression", "n_samples", n_samples)
     d = positive_int("linear_regression", "n_features", n_features)
-    noise = real("linear_regression", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.1.")
+    noise = real(
+        "linear_regression",
+        "noise",
+        noise,
+        minimum=0.0,
+        hint=" Pass a standard deviation such as 0.1.",
+    )
     kx, kw, kb, ke = jax.random.split(key, 4)
     x = jax.random.normal(kx, (n, d))
     true = {"w": jax.random.normal(kw, (d,)), "b": jax.random.normal(kb, ())}
@@ -51,10 +85,27 @@ def linear_regression(key, n_samples: int, n_features: int, noise: float = 0.1):
     return x, y, true
 
 
-def logistic_regression(key, n_samples: int, n_features: int):
+def logistic_regression(
+    key: ArrayLike, n_samples: int, n_features: int
+) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
     """Binary labels drawn from ``sigmoid(x @ w + b)`` with random true ``w``, ``b``.
 
-    Returns ``(x, y, true_params)``; ``y`` holds 0.0 and 1.0 (float32).
+    Args:
+        key: a JAX random key.
+        n_samples, n_features: the shape of ``x``, positive ints.
+
+    Returns:
+        ``(x, y, true_params)``; ``y`` holds 0.0 and 1.0 (float32).
+
+    Raises:
+        TypeError: a count that is not an int.
+        ValueError: a count below 1.
+
+    Example:
+        >>> import jax
+        >>> x, y, _ = logistic_regression(jax.random.key(0), 6, 2)
+        >>> sorted(set(y.tolist())) in ([0.0], [1.0], [0.0, 1.0])
+        True
     """
     import jax
 
@@ -68,23 +119,58 @@ def logistic_regression(key, n_samples: int, n_features: int):
     return x, y, true
 
 
-def spirals(key, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, noise: float = 0.2):
+def spirals(
+    key: ArrayLike, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, noise: float = 0.2
+) -> tuple[np.ndarray, np.ndarray]:
     """Interleaved 2-D spirals, one arm per class: a small set no linear model can fit.
 
-    Returns ``(x, y)`` as NumPy arrays: ``x`` float32 of shape ``(n_samples, 2)`` and
-    ``y`` int32 labels in ``[0, n_classes)``, in random order. The same key gives the
-    same points (on a given JAX version: JAX does not promise the same random bits
-    across releases).
+    The same key gives the same points (on a given JAX version: JAX does not promise
+    the same random bits across releases).
+
+    Args:
+        key: a JAX random key.
+        n_samples: number of points, at least ``n_classes``.
+        n_classes: number of arms, at least 2.
+        turns: how far each arm winds, ``> 0``.
+        noise: standard deviation of the angular noise, ``>= 0``.
+
+    Returns:
+        ``(x, y)`` as NumPy arrays: ``x`` float32 of shape ``(n_samples, 2)`` and
+        ``y`` int32 labels in ``[0, n_classes)``, in random order.
+
+    Raises:
+        TypeError: a count that is not an int, or a number that is not real.
+        ValueError: ``n_classes < 2``, ``n_samples < n_classes``, or a ``turns`` or
+            ``noise`` out of range, NaN or infinite.
+
+    Example:
+        >>> import jax
+        >>> x, y = spirals(jax.random.key(0), 6, n_classes=2)
+        >>> x.shape, sorted(y.tolist())
+        ((6, 2), [0, 0, 0, 1, 1, 1])
     """
     import jax
     import numpy as np
 
     n = positive_int("spirals", "n_samples", n_samples)
     k = positive_int("spirals", "n_classes", n_classes)
-    if k < 2 or n < k:
-        raise ValueError(f"spirals: need n_classes >= 2 and n_samples >= n_classes, got {n_classes=}, {n_samples=}.")
-    noise = real("spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.1.")
-    turns = real("spirals", "turns", turns, minimum=0.0, exclusive=True, hint=" Pass a number of turns such as 1.0.")
+    if k < 2:
+        raise ValueError(f"spirals(n_classes={k}): n_classes must be an int >= 2; pass e.g. 3.")
+    if n < k:
+        raise ValueError(
+            f"spirals(n_samples={n}): n_samples must be at least n_classes={k}, so that every arm has a point."
+        )
+    noise = real(
+        "spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.1."
+    )
+    turns = real(
+        "spirals",
+        "turns",
+        turns,
+        minimum=0.0,
+        exclusive=True,
+        hint=" Pass a number of turns such as 1.0.",
+    )
     kr, kn, kp = jax.random.split(key, 3)
     y = np.arange(n, dtype=np.int32) % k
     r = np.asarray(jax.random.uniform(kr, (n,), minval=0.05, maxval=1.0))
@@ -95,7 +181,7 @@ def spirals(key, n_samples: int, n_classes: int = 3, *, turns: float = 1.0, nois
 
 
 def noisy_spirals(
-    key,
+    key: ArrayLike,
     n_samples: int,
     n_classes: int = 3,
     *,
@@ -105,7 +191,7 @@ def noisy_spirals(
     scale: float = 1.0,
     turns: float = 1.0,
     noise: float = 0.2,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The spirals with three defects of real data: wrong labels, useless features, raw units.
 
     The points of :func:`spirals` (drawn from a subkey of ``key``, with ``n_classes``,
@@ -158,10 +244,21 @@ def noisy_spirals(
             f"noisy_spirals(label_noise={label_noise!r}): label_noise must be a probability "
             "in [0, 1); pass a fraction such as 0.2."
         )
-    n_distractors = positive_int("noisy_spirals", "n_distractors", n_distractors, minimum=0, example=3)
-    scale = real("noisy_spirals", "scale", scale, minimum=0.0, exclusive=True, hint=" Pass a scale such as 10.0.")
+    n_distractors = positive_int(
+        "noisy_spirals", "n_distractors", n_distractors, minimum=0, example=3
+    )
+    scale = real(
+        "noisy_spirals",
+        "scale",
+        scale,
+        minimum=0.0,
+        exclusive=True,
+        hint=" Pass a scale such as 10.0.",
+    )
     offset = real("noisy_spirals", "offset", offset, hint=" Pass an offset such as 40.0.")
-    noise = real("noisy_spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.2.")
+    noise = real(
+        "noisy_spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.2."
+    )
     k_arms, k_extra, k_flip, k_other = jax.random.split(key, 4)
     arms, y_true = spirals(k_arms, n, n_classes=k, turns=turns, noise=noise)
     extra = 0.3 * np.asarray(jax.random.normal(k_extra, (n, int(n_distractors))))
@@ -172,53 +269,106 @@ def noisy_spirals(
     return x, y, y_true
 
 
-def train_test_split(x, y, *, test_fraction: float = 0.25, seed: int = 0):
+def train_test_split(
+    x: np.ndarray, y: np.ndarray, *, test_fraction: float = 0.25, seed: int = 0
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Shuffle ``(x, y)`` with ``seed`` and split off the last ``test_fraction`` as a test set.
 
-    Returns ``(x_train, y_train), (x_test, y_test)``.
+    Args:
+        x, y: NumPy arrays (or ``jax.Array``s) with the same number of rows.
+        test_fraction: the share of examples in the test set, in ``(0, 1)``.
+        seed: seed of the shuffle, an int ``>= 0``.
+
+    Returns:
+        ``(x_train, y_train), (x_test, y_test)``.
+
+    Raises:
+        TypeError: ``test_fraction`` is not a real number, or ``seed`` not an int.
+        ValueError: ``x`` and ``y`` differ in length, ``test_fraction`` is outside
+            ``(0, 1)``, or it leaves an empty train or test set.
+
+    Example:
+        >>> import numpy as np
+        >>> (xt, yt), (xs, ys) = train_test_split(np.arange(8), np.arange(8), test_fraction=0.25)
+        >>> len(xt), len(xs), sorted(np.concatenate([xt, xs]).tolist()) == list(range(8))
+        (6, 2, True)
     """
     import numpy as np
 
+    seed = positive_int("train_test_split", "seed", seed, minimum=0, example=0)
     if len(x) != len(y):
-        raise ValueError(f"train_test_split: x has {len(x)} examples but y has {len(y)}; they must match.")
+        raise ValueError(
+            f"train_test_split: x has {len(x)} examples but y has {len(y)}; they must match."
+        )
     test_fraction = real("train_test_split", "test_fraction", test_fraction)
     if not 0 < test_fraction < 1:
-        raise ValueError(f"train_test_split(test_fraction=...): expected a number in (0, 1), got {test_fraction!r}.")
+        raise ValueError(
+            f"train_test_split(test_fraction={test_fraction!r}): test_fraction must be in (0, 1); "
+            "pass a fraction such as 0.25."
+        )
     n_test = int(round(len(x) * test_fraction))
     if not 0 < n_test < len(x):
-        raise ValueError(f"train_test_split: {len(x)} examples leave no room for a test fraction of {test_fraction}.")
+        raise ValueError(
+            f"train_test_split: {len(x)} examples leave no room for a test fraction of {test_fraction}."
+        )
     order = np.random.default_rng(seed).permutation(len(x))
     train, test = order[:-n_test], order[-n_test:]
     return (x[train], y[train]), (x[test], y[test])
 
 
 @functools.lru_cache(maxsize=4)
-def _epoch_order(seed: int, epoch: int, n: int):
+def _epoch_order(seed: int, epoch: int, n: int) -> np.ndarray:
     import numpy as np
 
     return np.random.default_rng([seed, epoch]).permutation(n)
 
 
-def batch_at(data, step: int, *, batch_size: int, seed: int = 0):
+def batch_at(data: Dataset, step: int, *, batch_size: int, seed: int = 0) -> Dataset:
     """The ``step``-th minibatch of a shuffled pass over ``data``: a pure function of its arguments.
 
-    ``data`` is an array or a pytree of arrays (e.g. ``(x, y)``) with the same leading
-    size ``n``. Each epoch of ``n // batch_size`` steps visits the examples in a fresh
-    order drawn from ``(seed, epoch)``; the last ``n % batch_size`` of that order are
-    skipped. Because the batch depends only on ``step``, training resumed at step
-    ``s`` sees exactly the batches an uninterrupted run would.
+    Each epoch of ``n // batch_size`` steps visits the examples in a fresh order drawn
+    from ``(seed, epoch)``; the last ``n % batch_size`` of that order are skipped.
+    Because the batch depends only on ``step``, training resumed at step ``s`` sees
+    exactly the batches an uninterrupted run would.
+
+    Args:
+        data: an array or a pytree of arrays (e.g. ``(x, y)``) with the same leading
+            size ``n``.
+        step: the step number, an int ``>= 0``.
+        batch_size: examples per batch, at most ``n``.
+        seed: seed of the epochs' orders, an int ``>= 0``.
+
+    Returns:
+        ``data`` with every array indexed by the batch's ``batch_size`` rows.
+
+    Raises:
+        TypeError: a count that is not an int.
+        ValueError: a count out of range, arrays of different lengths, or a
+            ``batch_size`` larger than ``n``.
+
+    Example:
+        >>> import numpy as np
+        >>> a = batch_at(np.arange(10), 0, batch_size=5)
+        >>> b = batch_at(np.arange(10), 1, batch_size=5)
+        >>> sorted(np.concatenate([a, b]).tolist()) == list(range(10))   # one epoch
+        True
     """
     import jax
 
     bs = positive_int("batch_at", "batch_size", batch_size)
     step = positive_int("batch_at", "step", step, minimum=0, example=0)
+    seed = positive_int("batch_at", "seed", seed, minimum=0, example=0)
     leaves = jax.tree.leaves(data)
     sizes = {len(leaf) for leaf in leaves}
     if len(sizes) != 1:
-        raise ValueError(f"batch_at: all arrays in data must have the same length, got {sorted(sizes)}.")
+        raise ValueError(
+            f"batch_at: all arrays in data must have the same length, got {sorted(sizes)}."
+        )
     n = sizes.pop()
     if bs > n:
-        raise ValueError(f"batch_at: batch_size={bs} is larger than the {n} examples in data; use at most {n}.")
+        raise ValueError(
+            f"batch_at: batch_size={bs} is larger than the {n} examples in data; use at most {n}."
+        )
     epoch, i = divmod(int(step), n // bs)
     idx = _epoch_order(int(seed), epoch, n)[i * bs : (i + 1) * bs]
     return jax.tree.map(lambda a: a[idx], data)

@@ -18,8 +18,12 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jaxguide import _checks
+
+if TYPE_CHECKING:
+    import jax
 
 __all__ = ["DeviceSetup", "DeviceSetupError", "setup_devices", "describe_devices"]
 
@@ -65,7 +69,7 @@ class DeviceSetup:
         return f"{self.count} {kind}{self.platform.upper()} device{plural}"
 
     @property
-    def devices(self):
+    def devices(self) -> list[jax.Device]:
         """The devices themselves (``jax.devices(platform)``)."""
         import jax
 
@@ -87,7 +91,7 @@ def _backends_started() -> bool:
         import jax
 
         try:
-            jax.config.update("jax_num_cpu_devices", jax.config.jax_num_cpu_devices)
+            jax.config.update("jax_num_cpu_devices", jax.config.jax_num_cpu_devices)  # type: ignore[attr-defined]
         except RuntimeError:
             return True
         return False
@@ -130,7 +134,16 @@ def _probe_accelerators(timeout: float = 180.0) -> tuple[str, int, str]:
 
 
 def describe_devices() -> DeviceSetup:
-    """Describe the devices of JAX's default backend (starts JAX if it has not started)."""
+    """Describe the devices of JAX's default backend (starts JAX if it has not started).
+
+    Returns:
+        A :class:`DeviceSetup` for ``jax.devices()``; ``simulated`` is true for
+        several CPU devices.
+
+    Example:
+        >>> describe_devices().count == __import__("jax").device_count()
+        True
+    """
     import jax
 
     platform = jax.default_backend()

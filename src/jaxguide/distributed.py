@@ -29,10 +29,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from jaxguide._checks import boolean, positive_int, real
 
-__all__ = ["LaunchError", "ProcessResult", "free_port", "launch", "initialize_from_env", "format_outputs", "ENV"]
+__all__ = [
+    "LaunchError",
+    "ProcessResult",
+    "free_port",
+    "launch",
+    "initialize_from_env",
+    "format_outputs",
+    "ENV",
+]
 
 HOST = "127.0.0.1"
 # The environment variables launch() sets in every process.
@@ -78,10 +87,18 @@ class ProcessResult:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now.
+
+    Returns:
+        The port number (another program may take it before you use it).
+
+    Example:
+        >>> 1024 <= free_port() <= 65535
+        True
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def _port_taken(port: int) -> bool:
@@ -93,11 +110,16 @@ def _port_taken(port: int) -> bool:
     return False
 
 
-def _check_int(name: str, value, minimum: int) -> int:
+def _check_int(name: str, value: object, minimum: int) -> int:
     return positive_int("launch", name, value, minimum=minimum, example=2)
 
 
-def _command(program) -> list[str]:
+def _read(f: IO[bytes]) -> str:
+    f.seek(0)
+    return f.read().decode("utf-8", errors="replace")
+
+
+def _command(program: str | os.PathLike[str]) -> list[str]:
     # jaxguide._runner runs the program with Python's prints on stdout and native
     # libraries' output on stderr (see that module).
     runner = [sys.executable, "-u", "-m", "jaxguide._runner"]
@@ -106,7 +128,11 @@ def _command(program) -> list[str]:
         if not path.is_file():
             raise FileNotFoundError(f"launch: no program file {path}.")
         return runner + ["file", str(path.absolute())]
-    if isinstance(program, str) and program and all(part.isidentifier() for part in program.split(".")):
+    if (
+        isinstance(program, str)
+        and program
+        and all(part.isidentifier() for part in program.split("."))
+    ):
         return runner + ["module", program]
     raise TypeError(
         f"launch(program=...): expected a path to a .py file or a module name such as 'pkg.module', got {program!r}."
@@ -117,7 +143,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
     """Kill every process's whole group (what it started too, even after it exited) and reap it."""
     for p in procs:
         try:
-            os.killpg(p.pid, signal.SIGKILL)   # start_new_session: the group id is the pid
+            os.killpg(p.pid, signal.SIGKILL)  # start_new_session: the group id is the pid
         except (ProcessLookupError, PermissionError):
             pass
     for p in procs:
@@ -128,13 +154,13 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def launch(
-    program,
+    program: str | os.PathLike[str],
     n_processes: int = 2,
     *,
     devices_per_process: int = 4,
     timeout: float = 120.0,
     port: int | None = None,
-    env: dict | None = None,
+    env: dict[str, str] | None = None,
     stop_on_failure: bool = True,
 ) -> list[ProcessResult]:
     """Run ``program`` as ``n_processes`` processes on 127.0.0.1 and wait for all of them.
@@ -170,7 +196,14 @@ def launch(
     boolean("launch", "stop_on_failure", stop_on_failure)
     n = _check_int("n_processes", n_processes, 1)
     devices = _check_int("devices_per_process", devices_per_process, 1)
-    real("launch", "timeout", timeout, minimum=0.0, exclusive=True, hint=" Pass a number of seconds such as 120.")
+    real(
+        "launch",
+        "timeout",
+        timeout,
+        minimum=0.0,
+        exclusive=True,
+        hint=" Pass a number of seconds such as 120.",
+    )
     if port is None:
         port = free_port()
     else:
@@ -186,8 +219,14 @@ def launch(
                 "pass port=None to pick a free port, or stop what is using it."
             )
     base_env = {**os.environ, **(env or {})}
-    base_env.update({ENV["coordinator"]: f"{HOST}:{port}", ENV["num_processes"]: str(n),
-                     ENV["local_devices"]: str(devices), "PYTHONUNBUFFERED": "1"})
+    base_env.update(
+        {
+            ENV["coordinator"]: f"{HOST}:{port}",
+            ENV["num_processes"]: str(n),
+            ENV["local_devices"]: str(devices),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
 
     # What Python prints and what native code writes go to separate files: libraries
     # such as Gloo write from their own threads, and a shared file would interleave
@@ -201,20 +240,24 @@ def launch(
     def results() -> list[ProcessResult]:
         out = []
         for i, p in enumerate(procs):
-            text = []
-            for f in (outs[i], errs[i]):
-                f.seek(0)
-                text.append(f.read().decode("utf-8", errors="replace"))
-            out.append(ProcessResult(i, p.pid, p.returncode if i in ended else None, *text,
-                                     ended.get(i, time.perf_counter() - start)))
+            output, stderr = (_read(f) for f in (outs[i], errs[i]))
+            code = p.returncode if i in ended else None
+            seconds = ended.get(i, time.perf_counter() - start)
+            out.append(ProcessResult(i, p.pid, code, output, stderr, seconds))
         return out
 
     try:
         for i in range(n):
-            procs.append(subprocess.Popen(
-                command, env={**base_env, ENV["process_id"]: str(i)}, stdout=outs[i],
-                stderr=errs[i], stdin=subprocess.DEVNULL, start_new_session=True,
-            ))
+            procs.append(
+                subprocess.Popen(
+                    command,
+                    env={**base_env, ENV["process_id"]: str(i)},
+                    stdout=outs[i],
+                    stderr=errs[i],
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         while True:
             for i, p in enumerate(procs):
                 if p.poll() is not None and i not in ended:
@@ -250,12 +293,33 @@ def launch(
 
 
 def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) -> str:
-    """Every process's standard output under a header, in process order, without lines
-    that start with one of ``drop``. The header says how the process ended:
-    ``exit N``, ``killed by SIGKILL`` (or another signal), or ``stopped`` (by the
-    launcher).
-    Timings are left out (``ProcessResult.seconds`` has them), so the text is the same
-    on every run of a deterministic program."""
+    """Every process's standard output under a header, in process order.
+
+    The header says how the process ended: ``exit N``, ``killed by SIGKILL`` (or
+    another signal), or ``stopped`` (by the launcher). Timings are left out
+    (``ProcessResult.seconds`` has them), so the text is the same on every run of a
+    deterministic program.
+
+    Args:
+        results: what :func:`launch` returned (or ``LaunchError.results``).
+        drop: lines starting with one of these prefixes are left out.
+
+    Returns:
+        The text, one block per process.
+
+    Raises:
+        TypeError: ``drop`` is not a tuple of strings.
+
+    Example:
+        >>> r = ProcessResult(0, 123, 0, "hello\\nDEBUG x\\n", "", 0.1)
+        >>> print(format_outputs([r], drop=("DEBUG",)))
+        ── process 0 (exit 0) ──
+        hello
+    """
+    if not (isinstance(drop, tuple) and all(isinstance(d, str) for d in drop)):
+        raise TypeError(
+            f"format_outputs(drop={drop!r}): drop must be a tuple of line prefixes (str)."
+        )
     blocks = []
     for r in results:
         lines = [line for line in r.output.splitlines() if not line.startswith(drop)]
@@ -272,16 +336,27 @@ def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) 
     return "\n".join(blocks)
 
 
-def initialize_from_env():
+def initialize_from_env() -> tuple[int, int]:
     """In a process started by :func:`launch`: simulate its CPU devices and join the
-    others with ``jax.distributed.initialize``. Returns ``(process_id, num_processes)``.
-    Call it before any other JAX call."""
+    others with ``jax.distributed.initialize``. Call it before any other JAX call.
+
+    Returns:
+        ``(process_id, num_processes)``.
+
+    Raises:
+        RuntimeError: the process was not started by :func:`launch` (its
+            ``JAXGUIDE_*`` environment variables are missing).
+    """
     import jax
 
     missing = [v for v in ENV.values() if v not in os.environ]
     if missing:
-        raise RuntimeError(f"initialize_from_env: {missing} not set; start this program with jaxguide.distributed.launch.")
+        raise RuntimeError(
+            f"initialize_from_env: {missing} not set; start this program with jaxguide.distributed.launch."
+        )
     jax.config.update("jax_num_cpu_devices", int(os.environ[ENV["local_devices"]]))
     process_id, n = int(os.environ[ENV["process_id"]]), int(os.environ[ENV["num_processes"]])
-    jax.distributed.initialize(coordinator_address=os.environ[ENV["coordinator"]], num_processes=n, process_id=process_id)
+    jax.distributed.initialize(
+        coordinator_address=os.environ[ENV["coordinator"]], num_processes=n, process_id=process_id
+    )
     return process_id, n

@@ -12,23 +12,40 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from jaxguide._checks import real
+from jaxguide._checks import function, real
 
-__all__ = ["numerical_grad", "check_grad"]
+__all__ = ["PyTree", "numerical_grad", "check_grad"]
 
-
-def _check_eps(fn: str, eps) -> float:
-    return real(fn, "eps", eps, minimum=0.0, exclusive=True, hint=" Pass a small positive step such as 1e-3.")
-
-
-def _check_tol(name: str, value) -> float:
-    return real("check_grad", name, value, minimum=0.0, hint=f" Pass a non-negative tolerance such as {name}=1e-3.")
+#: A pytree of floating-point arrays (a dict of weights, a tuple, one array ...).
+PyTree: TypeAlias = Any
 
 
-def numerical_grad(f: Callable, params, eps: float = 1e-3):
+def _check_eps(fn: str, eps: object) -> float:
+    return real(
+        fn,
+        "eps",
+        eps,
+        minimum=0.0,
+        exclusive=True,
+        hint=" Pass a small positive step such as 1e-3.",
+    )
+
+
+def _check_tol(name: str, value: object) -> float:
+    return real(
+        "check_grad",
+        name,
+        value,
+        minimum=0.0,
+        hint=f" Pass a non-negative tolerance such as {name}=1e-3.",
+    )
+
+
+def numerical_grad(f: Callable[[PyTree], Any], params: PyTree, eps: float = 1e-3) -> PyTree:
     """Central-difference gradient of a scalar function ``f`` at ``params``.
 
     Every coordinate of every leaf is moved by ``+eps`` and ``-eps`` (the moved
@@ -59,21 +76,24 @@ def numerical_grad(f: Callable, params, eps: float = 1e-3):
     import jax
 
     eps = _check_eps("numerical_grad", eps)
-    if not callable(f):
-        raise TypeError(f"numerical_grad(f, params): f must be callable, got {type(f).__name__}.")
+    function("numerical_grad", "f", f, what="a function params -> scalar")
     leaves, treedef = jax.tree.flatten(params)
     if not leaves:
         raise ValueError("numerical_grad(f, params): params has no array leaves.")
     arrays = [np.asarray(leaf, dtype=np.float64) for leaf in leaves]
-    for i, a in enumerate(arrays):
-        if not np.issubdtype(np.asarray(leaves[i]).dtype, np.floating):
+    for i, leaf in enumerate(leaves):
+        if not np.issubdtype(np.asarray(leaf).dtype, np.floating):
             raise TypeError(
-                f"numerical_grad: leaf {i} of params has dtype {np.asarray(leaves[i]).dtype}; "
+                f"numerical_grad: leaf {i} of params has dtype {np.asarray(leaf).dtype}; "
                 "gradients need floating-point leaves."
             )
 
-    def value(arrs) -> float:
-        out = f(jax.tree.unflatten(treedef, [a.astype(np.asarray(l).dtype) for a, l in zip(arrs, leaves)]))
+    def value(arrs: list[np.ndarray]) -> float:
+        out = f(
+            jax.tree.unflatten(
+                treedef, [a.astype(np.asarray(l).dtype) for a, l in zip(arrs, leaves)]
+            )
+        )
         if np.ndim(out) != 0:
             raise ValueError(f"numerical_grad: f must return a scalar, got shape {np.shape(out)}.")
         return float(out)
@@ -91,7 +111,14 @@ def numerical_grad(f: Callable, params, eps: float = 1e-3):
     return jax.tree.unflatten(treedef, grads)
 
 
-def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> float:
+def check_grad(
+    f: Callable[[PyTree], Any],
+    params: PyTree,
+    *,
+    eps: float = 1e-3,
+    rtol: float = 1e-2,
+    atol: float = 1e-3,
+) -> float:
     """Compare ``jax.grad(f)(params)`` with :func:`numerical_grad`.
 
     Args:
@@ -119,8 +146,7 @@ def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, at
 
     rtol, atol = _check_tol("rtol", rtol), _check_tol("atol", atol)
     eps = _check_eps("check_grad", eps)
-    if not callable(f):
-        raise TypeError(f"check_grad(f, params): f must be callable, got {type(f).__name__}.")
+    function("check_grad", "f", f, what="a function params -> scalar")
 
     analytic = jax.grad(f)(params)
     numeric = numerical_grad(f, params, eps)
@@ -138,7 +164,6 @@ def check_grad(f: Callable, params, *, eps: float = 1e-3, rtol: float = 1e-2, at
         worst = max(worst, float(diff.max(initial=0.0)))
         if np.any(diff > atol + rtol * np.abs(n)):
             raise AssertionError(
-                f"gradient mismatch at {where}: "
-                f"jax.grad gives {a}, finite differences give {n}."
+                f"gradient mismatch at {where}: jax.grad gives {a}, finite differences give {n}."
             )
     return worst

@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from jaxguide import _checks
+
 __all__ = ["capture_jax_logs", "scrub"]
 
 _SUBS = (
@@ -57,9 +59,7 @@ def scrub(message: str) -> str:
         'Finished tracing f for jit in <t> sec'
     """
     if not isinstance(message, str):
-        raise TypeError(
-            f"scrub(message): expected a str, got {type(message).__name__}."
-        )
+        raise TypeError(f"scrub(message=...): message must be a str, got {type(message).__name__}.")
     for pattern, replacement in _SUBS:
         message = pattern.sub(replacement, message)
     return message
@@ -75,9 +75,7 @@ class _ListHandler(logging.Handler):
 
 
 @contextmanager
-def capture_jax_logs(
-    logger: str = "jax", level: int = logging.WARNING
-) -> Iterator[list[str]]:
+def capture_jax_logs(logger: str = "jax", level: int = logging.WARNING) -> Iterator[list[str]]:
     """Collect the log messages of ``logger`` (and its children) in a list.
 
     While the block runs, records at ``level`` or above are appended to the
@@ -103,15 +101,11 @@ def capture_jax_logs(
         >>> logs
         ['x in <t> sec']
     """
-    if not isinstance(logger, str):
-        raise TypeError(
-            "capture_jax_logs(logger): expected a logger name such as 'jax', "
-            f"got {type(logger).__name__}."
-        )
+    logger = _checks.string("capture_jax_logs", "logger", logger, example="'jax'")
     if isinstance(level, bool) or not isinstance(level, int):
         raise TypeError(
-            "capture_jax_logs(level): expected a logging level such as "
-            f"logging.WARNING, got {level!r}."
+            f"capture_jax_logs(level={level!r}): level must be an int logging level; "
+            "pass e.g. logging.WARNING."
         )
     messages: list[str] = []
     log = logging.getLogger(logger)

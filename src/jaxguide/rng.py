@@ -16,11 +16,17 @@ Example:
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
+
+from jaxguide import _checks
+
+if TYPE_CHECKING:
+    import jax
 
 __all__ = ["KeyStream", "is_typed_key"]
 
 
-def is_typed_key(key) -> bool:
+def is_typed_key(key: object) -> bool:
     """True for a typed key (``jax.random.key``), False for a legacy ``uint32[2]`` key.
 
     Args:
@@ -36,7 +42,7 @@ def is_typed_key(key) -> bool:
     """
     import jax
 
-    return jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key)
+    return bool(jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key))
 
 
 class KeyStream:
@@ -52,7 +58,8 @@ class KeyStream:
     Raises:
         TypeError: anything else (a legacy ``PRNGKey`` must be wrapped first with
             ``jax.random.wrap_key_data``).
-        ValueError: ``stream(n)`` with ``n`` not a positive int.
+        TypeError: ``stream(n)`` with ``n`` not an int (or ``None``).
+        ValueError: ``stream(n)`` with ``n < 1``.
 
     Example:
         >>> keys = KeyStream(0)
@@ -60,13 +67,14 @@ class KeyStream:
         ((3,), KeyStream(keys handed out: 1))
     """
 
-    def __init__(self, seed_or_key=0):
+    def __init__(self, seed_or_key: int | jax.Array = 0) -> None:
         import jax
 
+        self._key: jax.Array
         if isinstance(seed_or_key, numbers.Integral) and not isinstance(seed_or_key, bool):
             self._key = jax.random.key(int(seed_or_key))
         elif is_typed_key(seed_or_key) and getattr(seed_or_key, "shape", None) == ():
-            self._key = seed_or_key
+            self._key = seed_or_key  # type: ignore[assignment]  # a typed key (checked above)
         else:
             raise TypeError(
                 "KeyStream(seed_or_key): expected an int seed or one typed key from "
@@ -75,11 +83,12 @@ class KeyStream:
             )
         self.count = 0
 
-    def __call__(self, n: int | None = None):
+    def __call__(self, n: int | None = None) -> jax.Array:
+        """The next key, or ``n`` keys stacked (shape ``(n,)``)."""
         import jax
 
-        if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1):
-            raise ValueError(f"KeyStream(n): n must be a positive int or None, got {n!r}.")
+        if n is not None:
+            n = _checks.positive_int("KeyStream", "n", n, example=3)
         self._key, sub = jax.random.split(self._key)
         self.count += 1
         return sub if n is None else jax.random.split(sub, n)

@@ -22,13 +22,21 @@ Example:
 from __future__ import annotations
 
 import math
-import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from jaxguide._checks import mesh as check_mesh
-from jaxguide._checks import positive_int
+from jaxguide import _checks
 
-__all__ = ["Block", "shard_blocks", "notation", "plot_sharding", "show", "make_mesh", "split_batch", "shard_batch"]
+if TYPE_CHECKING:
+    import jax
+    from jax.sharding import PartitionSpec, Sharding
+    from matplotlib.axes import Axes
+
+#: A batch: one array, or a pytree of arrays (e.g. ``(x, y)``) with the same leading size.
+Batch: TypeAlias = Any
+
+__all__ = ["Batch", "Block", "shard_blocks", "notation", "plot_sharding", "show", "make_mesh", "split_batch", "shard_batch"]
 
 _INDEX_LETTERS = "IJKLMN"
 # jax.pmap results are sharded over a mesh axis with this internal name; the notation
@@ -40,7 +48,9 @@ _PMAP_AXIS, _PMAP_AXIS_LABEL = "_internal_pmap_axis_name", "pmap"
 class Block:
     """One block of an array's index space and the devices holding a copy of it.
 
-    ``bounds`` holds one ``(start, stop)`` pair per array dimension.
+    Attributes:
+        bounds: one ``(start, stop)`` pair per array dimension.
+        devices: the ids of the devices holding this block, sorted.
     """
 
     bounds: tuple[tuple[int, int], ...]
@@ -48,26 +58,45 @@ class Block:
 
     @property
     def replicated(self) -> bool:
+        """Whether more than one device holds the block."""
         return len(self.devices) > 1
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The block's shape."""
         return tuple(stop - start for start, stop in self.bounds)
 
 
-def _as_array(arr, where: str):
+def _as_array(arr: object, fn: str) -> Any:
     if not hasattr(arr, "addressable_shards"):
-        raise TypeError(f"{where}: expected a jax.Array, got {type(arr).__name__}. Use jnp.asarray or jax.device_put first.")
+        raise TypeError(
+            f"{fn}(arr=...): arr must be a jax.Array, got {type(arr).__name__}; "
+            "use jnp.asarray or jax.device_put first."
+        )
     return arr
 
 
-def shard_blocks(arr) -> list[Block]:
+def shard_blocks(arr: jax.Array) -> list[Block]:
     """The blocks of ``arr``'s index space, read from ``arr.addressable_shards``.
 
     Shards with the same index are merged into one :class:`Block` listing every device
     that holds it, so replication is explicit. Blocks are sorted by position.
+
+    Args:
+        arr: a ``jax.Array``.
+
+    Returns:
+        One :class:`Block` per distinct block, sorted by position.
+
+    Raises:
+        TypeError: ``arr`` is not a ``jax.Array``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> shard_blocks(jnp.zeros((2, 3)))   # one device holds everything
+        [Block(bounds=((0, 2), (0, 3)), devices=(0,))]
     """
-    _as_array(arr, "shard_blocks(arr)")
+    _as_array(arr, "shard_blocks")
     holders: dict[tuple, list[int]] = {}
     for shard in arr.addressable_shards:
         bounds = tuple(
@@ -77,13 +106,13 @@ def shard_blocks(arr) -> list[Block]:
     return [Block(b, tuple(sorted(d))) for b, d in sorted(holders.items())]
 
 
-def _spec_and_mesh(arr_or_sharding):
+def _spec_and_mesh(arr_or_sharding: Any) -> tuple[Any, Any]:
     sharding = getattr(arr_or_sharding, "sharding", arr_or_sharding)
     spec = getattr(sharding, "spec", None)
     return spec, getattr(sharding, "mesh", None)
 
 
-def _index_letters(indices, ndim: int, where: str) -> tuple[str, ...]:
+def _index_letters(indices: str | Sequence[str] | None, ndim: int, where: str) -> tuple[str, ...]:
     if indices is None:
         if ndim > len(_INDEX_LETTERS):
             raise ValueError(
@@ -114,7 +143,13 @@ def _index_letters(indices, ndim: int, where: str) -> tuple[str, ...]:
     return letters
 
 
-def notation(arr_or_sharding, name: str = "A", ndim: int | None = None, *, indices=None) -> str:
+def notation(
+    arr_or_sharding: jax.Array | jax.ShapeDtypeStruct | Sharding | PartitionSpec,
+    name: str = "A",
+    ndim: int | None = None,
+    *,
+    indices: str | Sequence[str] | None = None,
+) -> str:
     """The book's notation for a sharding: ``A[I_x, J]`` for ``P('x', None)``.
 
     Each array dimension gets an index letter (I, J, K, ... unless ``indices`` says
@@ -168,8 +203,9 @@ def notation(arr_or_sharding, name: str = "A", ndim: int | None = None, *, indic
             f"PartitionSpec, got {type(arr_or_sharding).__name__}; pass e.g. "
             "jax.device_put(x, NamedSharding(mesh, P('x'))) or P('x', None)."
         )
+    _checks.string("notation", "name", name, example="'W'")
     if ndim is not None:
-        ndim = positive_int("notation", "ndim", ndim, minimum=0, example=2)
+        ndim = _checks.positive_int("notation", "ndim", ndim, minimum=0, example=2)
     else:
         ndim = getattr(arr_or_sharding, "ndim", None)
     if ndim is None:
@@ -193,18 +229,38 @@ def _device_colors(ids):
     return {i: cmap(i % cmap.N) for i in ids}
 
 
-def plot_sharding(arr, *, ax=None, title: str | None = None, name: str = "A", indices=None):
+def plot_sharding(
+    arr: jax.Array,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    name: str = "A",
+    indices: str | Sequence[str] | None = None,
+) -> Axes:
     """Draw how ``arr`` (1-D or 2-D) is split over devices. Returns the ``Axes``.
 
     Each block of the index space is a rectangle coloured by the device that holds it
     and labelled ``D<id>``. A replicated block is hatched, carries one colour chip per
     holding device and is labelled with all of them and ``×n``. Ticks mark block edges.
     The title is the book's notation (:func:`notation`, with ``name`` and ``indices``).
+
+    Args:
+        arr: a 1-D or 2-D ``jax.Array``.
+        ax: the matplotlib ``Axes`` to draw on (default: a new figure).
+        title: the title (default: the notation, dtype, shape and spec).
+        name, indices: the array's name and index letters, as in :func:`notation`.
+
+    Returns:
+        The ``Axes``.
+
+    Raises:
+        TypeError: ``arr`` is not a ``jax.Array``.
+        ValueError: ``arr`` has neither 1 nor 2 dimensions.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    _as_array(arr, "plot_sharding(arr)")
+    _as_array(arr, "plot_sharding")
     if arr.ndim not in (1, 2):
         raise ValueError(f"plot_sharding: arrays of 1 or 2 dimensions only, got shape {arr.shape}. Reshape it, or plot a slice.")
     blocks = shard_blocks(arr)
@@ -256,19 +312,9 @@ def plot_sharding(arr, *, ax=None, title: str | None = None, name: str = "A", in
     return ax
 
 
-def _positive_ints(value, what: str) -> tuple[int, ...]:
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (value,)
-    try:
-        items = tuple(value)
-    except TypeError:
-        raise TypeError(f"{what}: expected a tuple of positive ints, got {value!r}.") from None
-    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in items):
-        raise ValueError(f"{what}: expected a tuple of positive ints, got {value!r}.")
-    return tuple(int(v) for v in items)
-
-
-def make_mesh(shape, names, *, explicit: bool = False):
+def make_mesh(
+    shape: int | Sequence[int], names: str | Sequence[str], *, explicit: bool = False
+) -> jax.sharding.Mesh:
     """A device mesh over all devices, with its axis mode stated rather than defaulted.
 
     Args:
@@ -278,19 +324,37 @@ def make_mesh(shape, names, *, explicit: bool = False):
         explicit: ``False`` (default) gives ``AxisType.Auto`` axes: the compiler
             propagates shardings. ``True`` gives ``AxisType.Explicit`` axes: shardings
             are part of array types (``jax.typeof``) and ambiguous results are errors.
+
+    Returns:
+        A ``jax.sharding.Mesh`` over all ``jax.devices()``.
+
+    Raises:
+        TypeError: ``shape`` is not ints, ``names`` not strings, ``explicit`` not a bool.
+        ValueError: a size below 1, names that are not one distinct non-empty string
+            per dimension, or a shape whose product is not ``jax.device_count()``.
+
+    Example:
+        >>> import jax
+        >>> mesh = make_mesh((jax.device_count(),), "x")
+        >>> mesh.axis_names, mesh.axis_types[0].name
+        (('x',), 'Auto')
     """
     import jax
     from jax.sharding import AxisType
 
-    shape = _positive_ints(shape, "make_mesh(shape=...)")
-    names = (names,) if isinstance(names, str) else tuple(names)
-    if len(names) != len(shape) or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
-        raise ValueError(
-            f"make_mesh: names must be {len(shape)} distinct non-empty strings, one per mesh "
-            f"dimension of shape {shape}; got {names!r}."
+    shape = _checks.positive_ints("make_mesh", "shape", shape, example="(4, 2)")
+    names = (names,) if isinstance(names, str) else names
+    if not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
+        raise TypeError(
+            f"make_mesh(names={names!r}): names must be a tuple of axis names (str), such as ('x', 'y')."
         )
-    if not isinstance(explicit, bool):
-        raise TypeError(f"make_mesh(explicit=...): expected True or False, got {explicit!r}.")
+    names = tuple(names)
+    if len(names) != len(shape) or not all(names) or len(set(names)) != len(names):
+        raise ValueError(
+            f"make_mesh(names={names!r}): names must be {len(shape)} distinct non-empty strings, one per mesh "
+            f"dimension of shape {shape}; pass e.g. {('x', 'y', 'z')[: len(shape)]!r}."
+        )
+    explicit = _checks.boolean("make_mesh", "explicit", explicit)
     needed, have = math.prod(shape), jax.device_count()
     if needed != have:
         raise ValueError(
@@ -302,18 +366,7 @@ def make_mesh(shape, names, *, explicit: bool = False):
     return jax.make_mesh(shape, names, axis_types=(kind,) * len(shape))
 
 
-def _check_divides(batch: int, parts: int, what: str) -> None:
-    if batch % parts:
-        lower, upper = (batch // parts) * parts, (batch // parts + 1) * parts
-        fix = f"use a batch size that is a multiple of {parts} (e.g. {upper}" + (f" or {lower}" if lower else "") + ")"
-        raise ValueError(
-            f"{what}: a batch of {batch} examples does not divide across {parts} devices "
-            f"({batch} = {batch // parts} × {parts} + {batch % parts}); {fix}, or drop the "
-            f"last {batch % parts} examples."
-        )
-
-
-def _batch_size(tree, what: str) -> int:
+def _batch_size(tree: Batch, what: str) -> int:
     import jax
 
     leaves = jax.tree.leaves(tree)
@@ -325,44 +378,77 @@ def _batch_size(tree, what: str) -> int:
     return sizes.pop()
 
 
-def split_batch(batch, n_devices: int | None = None):
+def split_batch(batch: Batch, n_devices: int | None = None) -> Batch:
     """Reshape every array of a batch from ``(B, ...)`` to ``(n_devices, B // n_devices, ...)``,
     the layout ``jax.pmap`` expects: one leading slice per device.
 
-    ``batch`` may be one array or a pytree of arrays with the same leading size.
+    Args:
+        batch: one array or a pytree of arrays with the same leading size ``B``.
+        n_devices: how many slices (default: ``jax.device_count()``).
+
+    Returns:
+        The batch with every array reshaped.
+
+    Raises:
+        TypeError: ``n_devices`` is not an int.
+        ValueError: ``n_devices < 1``, arrays without a common leading size, or a
+            ``B`` that does not divide by ``n_devices``.
+
+    Example:
+        >>> import numpy as np
+        >>> x, y = split_batch((np.zeros((8, 3)), np.zeros(8)), n_devices=4)
+        >>> x.shape, y.shape
+        ((4, 2, 3), (4, 2))
     """
     import jax
 
-    n = jax.device_count() if n_devices is None else _positive_ints(n_devices, "split_batch(n_devices=...)")[0]
+    if n_devices is None:
+        n = jax.device_count()
+    else:
+        n = _checks.positive_int("split_batch", "n_devices", n_devices, example=8)
     size = _batch_size(batch, "split_batch")
-    _check_divides(size, n, "split_batch")
+    _checks.divides("split_batch", "batch", size, n)
     return jax.tree.map(lambda a: a.reshape(n, size // n, *a.shape[1:]), batch)
 
 
-def shard_batch(batch, mesh, axis="x"):
+def shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axis: str | tuple[str, ...] = "x") -> Batch:
     """Put every array of a batch on ``mesh``, split along its first axis over the mesh
     axis ``axis`` (or a tuple of axes) and replicated over the others.
 
+    Args:
+        batch: one array or a pytree of arrays with the same leading size.
+        mesh: a ``jax.sharding.Mesh``.
+        axis: the mesh axis (or tuple of axes) to split the leading axis over.
+
+    Returns:
+        The batch as ``jax.Array``s sharded ``P(axis)`` on ``mesh``.
+
     Raises:
-        TypeError: ``mesh`` is not a ``jax.sharding.Mesh``.
+        TypeError: ``mesh`` is not a ``jax.sharding.Mesh``, or ``axis`` is not a
+            name or a tuple of names.
         ValueError: ``axis`` is not an axis of ``mesh``, or the batch does not divide
             across it.
+
+    Example:
+        >>> import jax, numpy as np
+        >>> mesh = make_mesh((jax.device_count(),), "x")
+        >>> x = shard_batch(np.zeros((2 * jax.device_count(), 3)), mesh)
+        >>> x.sharding.spec
+        P('x',)
     """
     import jax
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
-    check_mesh("shard_batch", "mesh", mesh)
-    axes = (axis,) if isinstance(axis, str) else tuple(axis)
-    missing = [a for a in axes if a not in mesh.shape]
-    if missing:
-        raise ValueError(f"shard_batch: mesh has axes {tuple(mesh.shape)}, not {missing}.")
+    _checks.mesh("shard_batch", "mesh", mesh)
+    axes = _checks.mesh_axes("shard_batch", "axis", axis, mesh)
     parts = math.prod(mesh.shape[a] for a in axes)
-    _check_divides(_batch_size(batch, "shard_batch"), parts, "shard_batch")
-    spec = P(axis if isinstance(axis, str) else axes)
+    _checks.divides("shard_batch", "batch", _batch_size(batch, "shard_batch"), parts)
+    spec = P(axes[0] if len(axes) == 1 else axes)
     return jax.device_put(batch, NamedSharding(mesh, spec))
 
 
-def show(arr, name: str = "A", *, indices=None):
+def show(arr: jax.Array, name: str = "A", *, indices: str | Sequence[str] | None = None) -> None:
     """Show a sharding three ways: the book's notation with ``jax.typeof``, JAX's own
     text picture (``jax.debug.visualize_array_sharding``) and :func:`plot_sharding`.
 
@@ -370,10 +456,21 @@ def show(arr, name: str = "A", *, indices=None):
     and not the ``Axes`` object's repr; use :func:`plot_sharding` for the ``Axes``.
     ``name`` and ``indices`` choose the array's name and index letters, as in
     :func:`notation`.
+
+    Args:
+        arr: a 1-D or 2-D ``jax.Array``.
+        name, indices: as in :func:`notation`.
+
+    Returns:
+        Nothing; it prints and draws.
+
+    Raises:
+        TypeError: ``arr`` is not a ``jax.Array``.
+        ValueError: ``arr`` has neither 1 nor 2 dimensions.
     """
     import jax
 
-    _as_array(arr, "show(arr)")
+    _as_array(arr, "show")
     print(f"{notation(arr, name, indices=indices)}    jax.typeof: {jax.typeof(arr)}")
     jax.debug.visualize_array_sharding(arr)
     plot_sharding(arr, name=name, indices=indices)

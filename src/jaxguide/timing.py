@@ -11,8 +11,8 @@ Example:
     >>> import jax.numpy as jnp
     >>> from jaxguide import benchmark
     >>> t = benchmark(jnp.sin, jnp.ones(1000), repeats=5)
-    >>> t.median_s > 0
-    True
+    >>> len(t.times_s), t.min_s <= t.median_s <= max(t.times_s)
+    (5, True)
 """
 
 from __future__ import annotations
@@ -22,18 +22,32 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 from jaxguide import _checks
 
-__all__ = ["Timing", "benchmark", "compare", "format_seconds", "glue", "plot_timings", "table"]
+__all__ = ["Timing", "benchmark", "compare", "format_seconds", "plot_timings", "table"]
 
 
 def format_seconds(seconds: float) -> str:
     """Format a duration with a unit that keeps 3 significant digits: ``'1.23 ms'``.
 
+    Args:
+        seconds: a duration in seconds, ``>= 0``.
+
+    Returns:
+        The duration in s, ms, µs or ns.
+
     Raises:
         TypeError: ``seconds`` is not a real number.
         ValueError: ``seconds`` is negative, NaN or infinite.
+
+    Example:
+        >>> format_seconds(0.00123), format_seconds(2.5), format_seconds(4e-8)
+        ('1.23 ms', '2.5 s', '40 ns')
     """
     seconds = _checks.real("format_seconds", "seconds", seconds, minimum=0)
     # Round to 3 significant digits before choosing the unit: 0.9996 s is "1 s",
@@ -94,14 +108,14 @@ class Timing:
 
 
 def benchmark(
-    fn: Callable,
-    *args,
+    fn: Callable[..., Any],
+    *args: Any,
     repeats: int = 7,
     number: int | None = None,
     min_repeat_s: float = 0.02,
     name: str | None = None,
     block: bool = True,
-    **kwargs,
+    **kwargs: Any,
 ) -> Timing:
     """Time ``fn(*args, **kwargs)`` the way JAX code must be timed.
 
@@ -125,6 +139,12 @@ def benchmark(
     Returns:
         A :class:`Timing`.
 
+    Raises:
+        TypeError: ``fn`` is not callable, a count is not an int, ``min_repeat_s``
+            not a number, ``name`` not a str or ``block`` not a bool.
+        ValueError: a count below 1, or ``min_repeat_s`` not a positive finite
+            number.
+
     Example:
         >>> import jax, jax.numpy as jnp
         >>> f = jax.jit(lambda x: (x * 2).sum())
@@ -134,18 +154,21 @@ def benchmark(
     """
     import jax
 
-    if not callable(fn):
-        raise TypeError(f"benchmark(fn, ...): fn must be callable, got {type(fn).__name__}; pass the function to time.")
+    _checks.function("benchmark", "fn", fn, what="the function to time")
     repeats = _checks.positive_int("benchmark", "repeats", repeats)
     if number is not None:
         number = _checks.positive_int("benchmark", "number", number, example=10)
     min_repeat_s = _checks.real(
-        "benchmark", "min_repeat_s", min_repeat_s, minimum=0, exclusive=True,
+        "benchmark",
+        "min_repeat_s",
+        min_repeat_s,
+        minimum=0,
+        exclusive=True,
         hint=" Pass a duration in seconds such as 0.02.",
     )
     block = _checks.boolean("benchmark", "block", block)
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"benchmark(name={name!r}): name must be a str (a label for the result).")
+    if name is not None:
+        name = _checks.string("benchmark", "name", name, example="'jit'")
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
     wait = jax.block_until_ready if block else (lambda out: out)
 
@@ -189,14 +212,35 @@ def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: b
     whichever way the measurement came out: ``'4.2× faster than'``, ``'1.8× slower than'``,
     ``'as fast, within 10%, as'`` — "jit was {phrase} NumPy".
 
+    Args:
+        baseline: what ``other`` is compared with.
+        other: the measurement to describe.
+        tolerance: ratios within ``1 ± tolerance`` read "about the same".
+        prose: the phrase for a sentence instead of the short form.
+
+    Returns:
+        The comparison in words, with the factor rounded to what two noisy timings
+        can carry.
+
     Raises:
         TypeError: an argument is not a :class:`Timing`, or ``prose`` is not a bool.
         ValueError: ``tolerance`` is negative or not finite, or a median is not > 0.
+
+    Example:
+        >>> slow, fast = Timing("numpy", 0.1, (0.004,), 1), Timing("jit", 0.2, (0.001,), 1)
+        >>> compare(slow, fast), compare(fast, slow, prose=True)
+        ('4.0× faster', '4.0× slower than')
     """
     if not isinstance(baseline, Timing) or not isinstance(other, Timing):
-        raise TypeError("compare(baseline, other): both arguments must be Timing results of benchmark().")
+        raise TypeError(
+            "compare(baseline, other): both arguments must be Timing results of benchmark()."
+        )
     tolerance = _checks.real(
-        "compare", "tolerance", tolerance, minimum=0, hint=" Pass a fraction such as 0.1 (for ±10%)."
+        "compare",
+        "tolerance",
+        tolerance,
+        minimum=0,
+        hint=" Pass a fraction such as 0.1 (for ±10%).",
     )
     prose = _checks.boolean("compare", "prose", prose)
     for which, t in (("baseline", baseline), ("other", other)):
@@ -207,32 +251,45 @@ def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: b
             )
     ratio = baseline.median_s / other.median_s
     if abs(ratio - 1) <= tolerance:
-        return f"as fast, within {tolerance:.0%}, as" if prose else f"about the same (±{tolerance:.0%})"
+        return (
+            f"as fast, within {tolerance:.0%}, as"
+            if prose
+            else f"about the same (±{tolerance:.0%})"
+        )
     factor = ratio if ratio > 1 else 1 / ratio
     text = f"{_factor(factor)}× faster" if ratio > 1 else f"{_factor(factor)}× slower"
     return text + " than" if prose else text
 
 
-def glue(key: str, value, display: bool = False) -> None:
-    """Store ``value`` under ``key`` for the book's prose (myst-nb ``glue``).
-
-    In the built book ``{glue:text}`key``` shows it. Where myst-nb is not installed
-    (Colab, a plain Jupyter), it shows the value if ``display`` is true and otherwise
-    does nothing, so chapters run unchanged there.
-    """
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"glue(key, value): key must be a non-empty str, got {key!r}.")
-    try:
-        from myst_nb import glue as _glue
-    except ImportError:
-        if display:
-            print(f"{key} = {value}")
-        return
-    _glue(key, value, display=display)
-
-
 def table(timings: Sequence[Timing], baseline: Timing | None = None) -> str:
-    """A plain-text table of several timings, optionally with a speed-up column."""
+    """A plain-text table of several timings, optionally with a speed-up column.
+
+    Args:
+        timings: results of :func:`benchmark`, one row each.
+        baseline: if given, a last column compares each row with it (:func:`compare`).
+
+    Returns:
+        The table as text: median, interquartile range, first call (and comparison).
+
+    Raises:
+        TypeError: ``timings`` holds something other than ``Timing`` results, or
+            ``baseline`` is neither ``None`` nor a ``Timing``.
+
+    Example:
+        >>> t = Timing("f", 0.5, (0.001, 0.002, 0.003), 10)
+        >>> print(table([t, Timing("g", 0.5, (0.004,), 10)], baseline=t))
+           median  IQR              first call  vs f
+        -  ------  ---------------  ----------  -----------
+        f  2 ms    1.5 ms – 2.5 ms  500 ms      baseline
+        g  4 ms    4 ms – 4 ms      500 ms      2.0× slower
+    """
+    timings = list(timings)
+    if not all(isinstance(t, Timing) for t in timings) or not (
+        baseline is None or isinstance(baseline, Timing)
+    ):
+        raise TypeError(
+            "table(timings, baseline): expected Timing results of benchmark() (and a Timing or None)."
+        )
     rows = [("", "median", "IQR", "first call", "vs " + baseline.name if baseline else "")]
     for t in timings:
         lo, hi = t.spread_s
@@ -251,12 +308,29 @@ def table(timings: Sequence[Timing], baseline: Timing | None = None) -> str:
     return "\n".join(lines)
 
 
-def plot_timings(timings: Sequence[Timing], *, ax=None, title: str | None = None, log: bool | None = None):
+def plot_timings(
+    timings: Sequence[Timing],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    log: bool | None = None,
+) -> Axes:
     """Horizontal bars of the median time per call, with the interquartile range as
-    error bars and the median written on each bar. Returns the matplotlib ``Axes``.
+    error bars and the median written on each bar.
 
-    ``log=None`` uses a logarithmic time axis when the medians differ by more than
-    30×, so that short bars stay visible.
+    Args:
+        timings: results of :func:`benchmark`, drawn top to bottom.
+        ax: the matplotlib ``Axes`` to draw on (default: a new figure).
+        title: a title over the plot.
+        log: a logarithmic time axis; ``None`` uses one when the medians differ by
+            more than 30×, so that short bars stay visible.
+
+    Returns:
+        The ``Axes``.
+
+    Raises:
+        TypeError: ``timings`` is empty or holds something other than ``Timing``
+            results, or ``log`` is neither ``None`` nor a bool.
 
     Example:
         >>> import jax.numpy as jnp
@@ -267,11 +341,19 @@ def plot_timings(timings: Sequence[Timing], *, ax=None, title: str | None = None
 
     timings = list(timings)
     if not timings or not all(isinstance(t, Timing) for t in timings):
-        raise TypeError("plot_timings(timings): expected a non-empty list of Timing results of benchmark().")
+        raise TypeError(
+            "plot_timings(timings=...): timings must be a non-empty list of Timing results of benchmark()."
+        )
+    if log is not None:
+        log = _checks.boolean("plot_timings", "log", log)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 0.5 + 0.45 * len(timings)), layout="constrained")
     scale, unit = next(
-        ((s, u) for s, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")) if max(t.median_s for t in timings) >= s),
+        (
+            (s, u)
+            for s, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"))
+            if max(t.median_s for t in timings) >= s
+        ),
         (1e-9, "ns"),
     )
     names = [t.name for t in timings][::-1]
