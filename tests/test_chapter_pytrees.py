@@ -49,7 +49,7 @@ def test_pytrees_demonstrations(book):
     assert "(6, 3) (5, 6, 3) (5, 6, 3)" in text
     # tree.map over five trees stacks them.
     assert "stacked: Dense(w=(5, 2, 3), b=(5, 3), activation='relu')" in text
-    # The chapter's MLP is jaxguide.nn's.
+    # The chapter's MLP is jaxguide.models'.
     assert "same parameters: True, same logits: True" in text
     assert "global norm after clipping: 0.1000" in text
     # The tree.map optimizer works on another model's tree unchanged.
