@@ -70,15 +70,49 @@ def test_scaling(book):
     assert _kib(rows["FSDP + TP"][0]) < _kib(rows["tensor parallel"][0]) < single_kib
     assert all("all-reduce" in rows[n][3] for n in STRATEGIES)
     assert "all-gather" in rows["FSDP"][3]
-    # FSDP: one all-gather per weight over 8 devices; gradients in one all-reduce.
-    assert re.search(r"\d+ x all-gather over 8 devices", text)
-    assert "1 x all-reduce over 8 devices" in text
-    # Tensor parallel, as this compiler chose it (the prose says so): weights
-    # gathered from their quarters, gradients all-reduced.
-    assert "all-gather" in rows["tensor parallel"][3]
-    assert "all-reduce" in rows["tensor parallel"][3]
-    n_gathers = int(re.search(r"(\d+) all-gather", rows["tensor parallel"][3]).group(1))
-    assert f"{n_gathers} all-gathers, each a weight rebuilt from 4 quarters" in text
+    # FSDP: one all-gather per weight over all 8 devices; gradients in one all-reduce.
+    assert re.search(r"\d+ x all-gather over all 8 operands", text)
+    assert re.search(r"1 x all-reduce over all 8 operands", text)
+
+    # Tensor parallel, Megatron style: no weight gathered at all (so none along
+    # `model`); per block, two activation all-reduces forward (after `out` and
+    # `down`) and four operands backward (into `up`, `q`, `k`, `v`), each the
+    # per-device batch x sequence x width in float32 (hand calculation).
+    assert "all-gather" not in rows["tensor parallel"][3]
+    assert "collective-permute" not in rows["tensor parallel"][3]
+    layers, batch, seq, width, devices_data = 2, 16, 32, 64, 2
+    per = batch // devices_data * seq * width * 4
+    assert g["tp_block_bytes"] == f"{per:,}"
+    assert g["tp_act_bytes"] == f"{6 * layers * per:,}"
+    listing = text[text.index("kind over pass operands bytes"):]
+    listing = listing[: listing.index("No weight moves")]
+    fwd = re.findall(r"all-reduce model forward (\d+) x 8x32x64", listing)
+    bwd = re.findall(r"all-reduce model backward (\d+) x 8x32x64", listing)
+    assert sum(map(int, fwd)) == 2 * layers and sum(map(int, bwd)) == 4 * layers
+    assert "all-gather" not in listing
+    assert re.search(r"all-reduce data backward \d+ arrays", listing)  # gradients
+    assert (
+        f"by hand: ({2 * layers} forward + {4 * layers} backward) x {per:,} B"
+        f" = {6 * layers * per:,} B, as compiled" in text
+    )
+    # The trace-cache pitfall the page shows: a shared jit reuses the DP trace.
+    assert (
+        "tensor parallel shared jit: P(('data', 'model'), None, None) "
+        "new function: P('data', None, 'model')" in text
+    )
+    # FSDP + TP: TP's activation all-reduces, FSDP's gathers over `data`; the only
+    # collectives over `model` besides the activations touch the embedding and head.
+    assert "activation all-reduces over model: as in tensor parallel" in text
+    assert f"8 x all-reduce over model operands {6 * layers * per // 1024} KiB" in text
+    assert re.search(r"\d+ x all-gather over data", text)
+    for m in re.finditer(r"all-gather over model, \(\d+, \d+\): (\S+)", text):
+        assert m.group(1) in ("params['tok']", "params['head']['kernel']"), m.group(1)
+    # The exercise: the same formula on the 4 x 2 mesh.
+    per42 = batch // 4 * seq * width * 4
+    assert (
+        f"hand: 6 x {layers} blocks x {per42:,} B = {6 * layers * per42:,} B; "
+        f"compiled: {6 * layers * per42:,} B" in text
+    )
     flops = {n: float(r[2]) for n, r in rows.items()}
     assert all(flops[n] < flops["single device"] / 3 for n in STRATEGIES), flops
 
