@@ -140,6 +140,17 @@ def test_scaling(book):
     else:
         assert verdict.startswith("shrinks by" if after < before else "grows by")
 
+    # Offload: the policy types residuals for host memory; the CPU program has none.
+    assert int(g["n_offloaded"]) > 0
+    assert re.search(r"\d+ residuals typed for host memory, such as f32<host>\[", text)
+    assert "compiled for CPU: 0 B of host memory" in text
+
+    # Roofline, communication alone: TP's (activations) grows with the width, FSDP's
+    # (weights) with the parameters; the textbook's TP threshold with these numbers.
+    assert int(g["comm_grow_tens"]) < int(g["comm_grow_FSDP"])
+    assert 5 <= int(g["comm_grow_tens"]) <= 15 and int(g["comm_grow_FSDP"]) > 50
+    assert g["tp_min_f"] == f"{4 * 1.97e14 / 4.5e10:,.0f}"
+
     # Checkpoint across meshes: every array equal, resumed losses agree.
     assert re.search(r"all \d+ arrays equal after the restore", text)
     assert "saved: W_up[I_data, J_model] on a 2 x 4 mesh" in text
