@@ -84,13 +84,16 @@ def test_scaling(book):
     per = batch // devices_data * seq * width * 4
     assert g["tp_block_bytes"] == f"{per:,}"
     assert g["tp_act_bytes"] == f"{6 * layers * per:,}"
-    listing = text[text.index("kind over pass operands bytes"):]
+    listing = text[text.index("kind over pass in operands bytes"):]
     listing = listing[: listing.index("No weight moves")]
-    fwd = re.findall(r"all-reduce model forward (\d+) x 8x32x64", listing)
-    bwd = re.findall(r"all-reduce model backward (\d+) x 8x32x64", listing)
-    assert sum(map(int, fwd)) == 2 * layers and sum(map(int, bwd)) == 4 * layers
+    fwd = re.findall(r"all-reduce model forward (\w+) (\d+) x 8x32x64", listing)
+    bwd = re.findall(r"all-reduce model backward (\w+) (\d+) x 8x32x64", listing)
+    # Forward: one after attention's `out`, one after the MLP's `down`, per block.
+    assert sorted(fwd) == sorted([("attention", "1"), ("mlp", "1")] * layers)
+    # Backward: the MLP's input gradient; attention's three (q, k, v), unsummed.
+    assert sorted(bwd) == sorted([("attention", "3"), ("mlp", "1")] * layers)
     assert "all-gather" not in listing
-    assert re.search(r"all-reduce data backward \d+ arrays", listing)  # gradients
+    assert re.search(r"all-reduce data backward attention/mlp \d+ arrays", listing)
     assert (
         f"by hand: ({2 * layers} forward + {4 * layers} backward) x {per:,} B"
         f" = {6 * layers * per:,} B, as compiled" in text
