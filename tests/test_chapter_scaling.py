@@ -54,6 +54,7 @@ def test_scaling(book):
     assert set(diffs) == set(STRATEGIES), diffs
     assert all(float(v) <= 1e-4 for v in diffs.values()), diffs
     assert "every strategy matches one device within 0.0001" in text
+    assert "step: 0 10 20 30 39 loss: " in text
     assert float(g["worst_diff"]) <= 1e-4 and float(g["explicit_diff"]) <= 1e-4
 
     # Data parallel: exactly one all-reduce, of 4 bytes per parameter (hand calculation).
