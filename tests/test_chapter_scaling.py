@@ -16,13 +16,15 @@ STRATEGIES = ("data parallel", "FSDP", "tensor parallel", "FSDP + TP")
 
 
 def _table(text: str) -> dict[str, list[str]]:
-    """The cost table's rows: strategy -> [state bytes, comm bytes, GFLOP, kinds].
-    (The page text has its whitespace collapsed to single spaces.)"""
+    """The cost table's rows: strategy -> [state bytes, operand bytes, sent
+    bytes, GFLOP, kinds]. (The page text has its whitespace collapsed to single
+    spaces.)"""
     rows = {}
     for name in ("single device", *STRATEGIES):
         m = re.search(
             re.escape(name)
-            + r" ([\d.]+ [KMG]?i?B) ([\d.]+ [KMG]?i?B) ([\d.]+) "
+            + r" ([\d.]+ [KMG]?i?B) ([\d.]+ [KMG]?i?B) ([\d.]+ [KMG]?i?B)"
+            + r" ([\d.]+) "
             + r"(none|\d+ [a-z-]+(?:, \d+ [a-z-]+)*)",
             text,
         )
@@ -52,47 +54,126 @@ def test_scaling(book):
     assert set(diffs) == set(STRATEGIES), diffs
     assert all(float(v) <= 1e-4 for v in diffs.values()), diffs
     assert "every strategy matches one device within 0.0001" in text
+    assert "step: 0 10 20 30 39 loss: " in text
     assert float(g["worst_diff"]) <= 1e-4 and float(g["explicit_diff"]) <= 1e-4
 
     # Data parallel: exactly one all-reduce, of 4 bytes per parameter (hand calculation).
     hand = 4 * n_params + 4  # every gradient in float32, and the loss
     assert g["dp_bytes"] == f"{hand:,}"
-    assert f"data parallel: {{'all-reduce': 1}}; operand {hand:,} B" in text
+    assert f"data parallel: 1 all-reduce; operand {hand:,} B" in text
+    # ...and what it sends by the ring model: twice 7/8 of the array.
+    assert g["dp_sent"] == f"{2 * 7 / 8 * hand:,.0f}"
 
     # The cost table: one device communicates nothing; data parallel stores what one
     # device stores; FSDP stores an eighth (up to Adam's replicated step count);
     # tensor parallel splits the matrices; FLOPs per device fall with sharding.
     rows = _table(text)
-    assert rows["single device"][3] == "none" and rows["single device"][1] == "0 B"
+    assert rows["single device"][4] == "none" and rows["single device"][1] == "0 B"
+    assert rows["single device"][2] == "0 B"
     assert rows["data parallel"][0] == rows["single device"][0]
     single_kib = _kib(rows["single device"][0])
     assert _kib(rows["FSDP"][0]) == pytest.approx(single_kib / 8, rel=0.01)
     assert _kib(rows["FSDP + TP"][0]) < _kib(rows["tensor parallel"][0]) < single_kib
-    assert all("all-reduce" in rows[n][3] for n in STRATEGIES)
-    assert "all-gather" in rows["FSDP"][3]
-    # FSDP: one all-gather per weight over 8 devices; gradients in one all-reduce.
-    assert re.search(r"\d+ x all-gather over 8 devices", text)
-    assert "1 x all-reduce over 8 devices" in text
-    # Tensor parallel, as this compiler chose it (the prose says so): weights
-    # gathered from their quarters, gradients all-reduced.
-    assert "all-gather" in rows["tensor parallel"][3]
-    assert "all-reduce" in rows["tensor parallel"][3]
-    n_gathers = int(re.search(r"(\d+) all-gather", rows["tensor parallel"][3]).group(1))
-    assert f"{n_gathers} all-gathers, each a weight rebuilt from 4 quarters" in text
-    flops = {n: float(r[2]) for n, r in rows.items()}
+    assert all("all-reduce" in rows[n][4] for n in STRATEGIES)
+    assert "all-gather" in rows["FSDP"][4]
+    # Sent vs operands: an all-gather sends 7/8 of what it gathers, an all-reduce
+    # twice 7/8 of its operand. Data parallel: 1.75 x; FSDP: its gathers' operands
+    # are eighths, so it sends far more than its operands.
+    ratio = {n: _kib(rows[n][2]) / _kib(rows[n][1]) for n in STRATEGIES}
+    assert ratio["data parallel"] == pytest.approx(1.75, rel=0.01), ratio
+    assert ratio["FSDP"] > 2, ratio
+    # FSDP: one all-gather per weight over all 8 devices; gradients in one all-reduce.
+    assert re.search(r"\d+ x all-gather over all 8 operands", text)
+    assert re.search(r"1 x all-reduce over all 8 operands", text)
+
+    # Tensor parallel, Megatron style: no weight gathered at all (so none along
+    # `model`); per block, two activation all-reduces forward (after `out` and
+    # `down`) and four operands backward (into `up`, `q`, `k`, `v`), each the
+    # per-device batch x sequence x width in float32 (hand calculation).
+    assert "all-gather" not in rows["tensor parallel"][4]
+    assert "collective-permute" not in rows["tensor parallel"][4]
+    layers, batch, seq, width, devices_data = 2, 16, 32, 64, 2
+    per = batch // devices_data * seq * width * 4
+    assert g["tp_block_bytes"] == f"{per:,}"
+    assert g["tp_act_bytes"] == f"{6 * layers * per:,}"
+    listing = text[text.index("kind over pass in operands bytes"):]
+    listing = listing[: listing.index("No weight moves")]
+    fwd = re.findall(r"all-reduce model forward (\w+) (\d+) x 8x32x64", listing)
+    bwd = re.findall(r"all-reduce model backward (\w+) (\d+) x 8x32x64", listing)
+    # Forward: one after attention's `out`, one after the MLP's `down`, per block.
+    assert sorted(fwd) == sorted([("attention", "1"), ("mlp", "1")] * layers)
+    # Backward: the MLP's input gradient; attention's three (q, k, v), unsummed.
+    assert sorted(bwd) == sorted([("attention", "3"), ("mlp", "1")] * layers)
+    assert "all-gather" not in listing
+    n_arrays = int(re.search(r"parameters in (\d+) arrays", text).group(1))
+    # Over `data`: every weight array's gradient and the loss, in one all-reduce.
+    assert f"all-reduce data backward attention/mlp {n_arrays + 1} arrays" in listing
+    assert (
+        f"by hand: ({2 * layers} forward + {4 * layers} backward) x {per:,} B"
+        f" = {6 * layers * per:,} B, as compiled" in text
+    )
+    # The trace-cache pitfall the page shows: a shared jit reuses the DP trace.
+    assert (
+        "tensor parallel shared jit: P(('data', 'model'), None, None) "
+        "new function: P('data', None, 'model')" in text
+    )
+    # FSDP + TP: TP's activation all-reduces, FSDP's gathers over `data`; the only
+    # collectives over `model` besides the activations touch the embedding and head.
+    assert "activation all-reduces over model: as in tensor parallel" in text
+    assert f"8 x all-reduce over model operands {6 * layers * per // 1024} KiB" in text
+    assert re.search(r"\d+ x all-gather over data", text)
+    sources = re.findall(r"all-gather over model, \(\d+, \d+\): (\S+)", text)
+    assert sorted(sources) == ["params['head']['kernel']", "params['tok']"], sources
+    permutes = re.findall(r"collective-permute, (forward|backward), \((\d+), (\d+)\)", text)
+    assert "4 x collective-permute over pairs" in text
+    assert sorted(permutes) == [
+        ("backward", "32", "64"), ("backward", "64", "32"),
+        ("forward", "16", "64"), ("forward", "64", "16"),
+    ], permutes
+    # The exercise: the same formula on the 4 x 2 mesh.
+    per42 = batch // 4 * seq * width * 4
+    assert (
+        f"hand: 6 x {layers} blocks x {per42:,} B = {6 * layers * per42:,} B; "
+        f"compiled: {6 * layers * per42:,} B" in text
+    )
+    flops = {n: float(r[3]) for n, r in rows.items()}
     assert all(flops[n] < flops["single device"] / 3 for n in STRATEGIES), flops
 
     # Explicit mode: the types were printed while tracing; the error really happened.
     assert "W_up float32[64@(data,model),256]" in text
     assert "ShardingTypeError" in text
     # ...and the gathers written with jax.reshard are in the compiled program.
-    assert re.search(r"collectives in the compiled step: \{[^}]*'all-gather': \d+", text)
+    assert (
+        "collectives in the compiled step: "
+        f"{n_arrays} all-gather, 1 all-reduce" in text
+    )
 
     # Roofline: a prediction per strategy, and the glued winners are strategies.
     assert text.count("predicted µs per step on a TPU v5e per device") == 2
     assert g["win_now"] in ("single device", *STRATEGIES)
     assert g["win_big"] in ("single device", *STRATEGIES)
     assert int(g["grow"]) > 50
+    # The roofline's communication time is the table's `sent` bytes over one
+    # link's one-way bandwidth (4.5e10 B/s), strategy by strategy.
+    now = text[text.index("this size: predicted"):text.index("100x: predicted")]
+    for name in STRATEGIES:
+        m = re.search(
+            re.escape(name) + r" ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+) (memory|comm)",
+            now,
+        )
+        assert m, name
+        comm_us = float(m.group(3))
+        assert comm_us == pytest.approx(
+            _kib(rows[name][2]) * 1024 / 4.5e10 * 1e6, rel=0.01, abs=0.06
+        ), name
+    # The data-parallel line by hand: 2 x 7/8 x bytes / 4.5e10.
+    m = re.search(r"data parallel ([\d.]+) ([\d.]+) ([\d.]+)", now)
+    assert float(m.group(3)) == pytest.approx(2 * 7 / 8 * hand / 4.5e10 * 1e6, abs=0.06)
+    # The memory term falls with sharding, but not by the device count.
+    low, high = (float(x) for x in g["mem_div"].split(" to "))
+    assert 1 < low <= high < 8
+    assert (g["tokens"], g["tokens_chip"]) == (f"{16 * 32:,}", f"{16 * 32 // 8}")
+    assert (g["f_now"], g["f_big"]) == ("256", "2,560")
 
     # Remat: less temporary memory, more FLOPs.
     assert g["flops_more"].endswith("%") and int(g["flops_more"].rstrip("%")) > 0
@@ -106,11 +187,24 @@ def test_scaling(book):
     else:
         assert verdict.startswith("shrinks by" if after < before else "grows by")
 
+    # Offload: the policy types residuals for host memory; the CPU program has none.
+    assert int(g["n_offloaded"]) > 0
+    assert re.search(r"\d+ residuals typed for host memory, such as f32<host>\[", text)
+    assert "compiled for CPU: 0 B of host memory" in text
+
+    # Roofline, communication alone: TP's (activations) grows with the width, FSDP's
+    # (weights) with the parameters; the textbook's TP threshold with these numbers.
+    assert int(g["comm_grow_tens"]) < int(g["comm_grow_FSDP"])
+    assert 10 <= int(g["comm_grow_tens"]) < int(g["comm_grow_FSDP"]) / 2
+    assert int(g["comm_grow_FSDP"]) > 50
+    assert g["tp_min_f"] == f"{4 * 1.97e14 / 4.5e10:,.0f}"
+
     # Checkpoint across meshes: every array equal, resumed losses agree.
     assert re.search(r"all \d+ arrays equal after the restore", text)
     assert "saved: W_up[I_data, J_model] on a 2 x 4 mesh" in text
     assert "restored: W_up[I_data, J_model] on a 4 x 2 mesh" in text
     assert float(g["resume_gap"]) <= 1e-4
+    assert g["all_steps"] == "50"
 
     # Sampling printed text that starts with the prompt; the glued losses agree.
     assert re.search(r"Beautiful is better\S*\s*\S", text)
