@@ -342,14 +342,13 @@ def outdated(app, env, added, changed, removed):
 
 
 def preexecute(app, env, added, changed, removed):
-    """``env-get-outdated`` (runs after :func:`outdated`): when
-    ``jaxguide_parallel_execution`` is on, execute every chapter that has no cached
-    outputs with jupyter-cache's parallel executor (one process per core), before
-    Sphinx reads them; myst-nb then finds their outputs in the cache. A chapter that
-    fails here is not cached, so myst-nb executes it again and reports the error.
+    """``env-get-outdated`` (runs after :func:`outdated`): execute every chapter that
+    has no cached outputs, before Sphinx reads them, with jupyter-cache's parallel
+    executor (one process per core) when ``jaxguide_parallel_execution`` is on and more
+    than one needs it, else its serial one; myst-nb then finds their outputs in the
+    cache. A chapter that fails stops the build with :func:`failure_report`'s short
+    report (chapter, error, cell), one chapter or many, and is not executed again.
     """
-    if not app.config.jaxguide_parallel_execution:
-        return []
     import logging as std_logging
 
     from jupyter_cache import get_cache
@@ -358,27 +357,44 @@ def preexecute(app, env, added, changed, removed):
     # Only pages Sphinx is about to read can need executing: new, edited or stale ones.
     candidates = set(added) | set(changed) | set(getattr(app.env, "jaxguide_stale", ()))
     chapters = {d: p for d, p in app.env.jaxguide_chapters.items() if d in candidates}
-    if len(chapters) < 2:
+    if not chapters:
         return []
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     paths = [str(p.resolve()) for p in chapters.values()]
     for path in paths:
         cache.add_nb_to_project(path, read_data={"type": "plugin", "name": "myst_nb_md"})
     pending = [r.uri for r in cache.list_unexecuted(filter_uris=paths)]
-    if len(pending) < 2:
+    if not pending:
         return []
     names = ", ".join(sorted(Path(u).stem for u in pending))
-    logger.info(f"[jaxguide-fresh] executing {len(pending)} chapters in parallel: {names}")
-    executor = load_executor("local-parallel", cache=cache, logger=std_logging.getLogger("jaxguide_fresh.exec"))
+    parallel = app.config.jaxguide_parallel_execution and len(pending) > 1
+    if parallel:
+        logger.info(f"[jaxguide-fresh] executing {len(pending)} chapters in parallel: {names}")
+    else:
+        logger.info(f"[jaxguide-fresh] executing {len(pending)} chapter{'s' * (len(pending) > 1)}: {names}")
+    kind = "local-parallel" if parallel else "local-serial"
+    # jupyter-cache logs each failure with its whole coloured traceback; the report below
+    # says it shorter, so its log stays out of the build's.
+    quiet = std_logging.getLogger("jaxguide_fresh.exec")
+    quiet.propagate = False
+    if not quiet.handlers:
+        quiet.addHandler(std_logging.NullHandler())
+    executor = load_executor(kind, cache=cache, logger=quiet)
     result = executor.run_and_cache(
         filter_uris=pending, timeout=app.env.mystnb_config.execution_timeout, allow_errors=False
     )
     failed = result.excepted + result.errored
     if failed:
         # Report every failure now, from the run that made it, and stop: executing a
-        # failing chapter a second time only to report it would double the wait.
+        # failing chapter a second time only to report it would double the wait. The
+        # report is all the log says: raising an exception here would add ~60 lines of
+        # Sphinx's and Jupyter Book's own traceback after it. The fingerprints of the
+        # chapters that did execute are saved first (see save).
         reports = [failure_report(Path(uri).stem, cache.get_project_record(uri).traceback or "") for uri in failed]
-        raise ExtensionError("\n\n".join(reports))
+        report = "\n\n".join(reports)
+        save(app, ExtensionError(report))
+        print(f"\n{report}\n\nThe build stopped: fix the cell above and build again.", file=sys.stderr, flush=True)
+        raise SystemExit(1)
     return []
 
 
