@@ -85,6 +85,7 @@ def profile(chapter: str, cache: str | None) -> dict:
     fresh.KERNEL_ENV.clear()
     fresh.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
     NotebookClient.create_kernel_manager = fresh.create_kernel_manager
+    fresh.EXECUTING = chapter
     client = NotebookClient(
         nb, timeout=900, kernel_name="python3", record_timing=True,
         resources={"metadata": {"path": str(path.parent)}},
@@ -93,7 +94,7 @@ def profile(chapter: str, cache: str | None) -> dict:
     client.execute()
     total = time.time() - start
     stats = None
-    for out in nb.cells[-1].get("outputs", []):
+    for out in nb.cells[-1].get("outputs", []):  # the LAST cell
         if "JGPROFILE" in out.get("text", ""):
             stats = json.loads(out["text"].split("JGPROFILE", 1)[1])
     assert stats is not None, "the profile cell printed nothing"
@@ -105,8 +106,9 @@ def profile(chapter: str, cache: str | None) -> dict:
         parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()  # noqa: E731
         return parse(t["iopub.execute_input"]), parse(t["shell.execute_reply"])
 
-    first_start, first_end = span(nb.cells[0])
-    cells = nb.cells[1:-1]
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    first_start, first_end = span(code_cells[0])
+    cells = code_cells[1:-1]
     cell_s = [span(c)[1] - span(c)[0] for c in cells]
     # stats["cells"][i] is the running total after cell i (0: the imports cell).
     totals = stats["cells"]

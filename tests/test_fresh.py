@@ -107,8 +107,9 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     log, _ = build(repo)
     assert executed(log) == {"a", "b"}
     assert "size: 512 B" in (repo / "_build/html/a.html").read_text()
-    # The kernels kept JAX's compiled programs in the build's own folder.
-    assert any(p.name.startswith("jit_") for p in (repo / "_build/.jax_cache").iterdir())
+    # The kernels kept JAX's compiled programs in the build's own folder, one folder
+    # per chapter.
+    assert any(p.name.startswith("jit_") for p in (repo / "_build/.jax_cache/a").iterdir())
 
     log, seconds = build(repo)
     assert executed(log) == set(), "a rebuild with nothing changed executed something"
@@ -174,6 +175,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     fresh.NotebookClient.create_kernel_manager = fresh.create_kernel_manager
     fresh.KERNEL_ENV.clear()
     fresh.KERNEL_ENV.update(fresh.compilation_cache_env(tmp_path / "jc"))
+    fresh.EXECUTING = "chapter"
     code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
     seen = []
     for extra in ("", "# jax.log_compiles shows compilations"):
@@ -191,8 +193,9 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         assert not folder.exists(), "the kernel's socket folder was left behind"
         seen.append(nb.cells[0].outputs[0]["text"].strip())
     assert seen[0] != seen[2]
-    assert seen[1] == str(tmp_path / "jc") and seen[3] == "none"
+    assert seen[1] == str(tmp_path / "jc" / "chapter") and seen[3] == "none"
     fresh.KERNEL_ENV.clear()
+    fresh.EXECUTING = None
 
 
 def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown():
@@ -203,14 +206,17 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown():
     try:
         cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
         plain = {"cells": [cell("y = jax.jit(f)(x)")]}
-        assert fresh.notebook_env(plain)["JAX_COMPILATION_CACHE_DIR"] == "/c"
+        assert fresh.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
+        # A kernel for an unknown chapter would share a folder: no cache.
+        assert fresh.notebook_env(plain) == {"OTHER": "1"}
         for shows in ("t.first_call_s", "jax.log_compiles(True)", "jax.explain_cache_misses(True)",
-                      "jax.monitoring.register_event_duration_secs_listener(f)"):
-            env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]})
+                      "jax.monitoring.register_event_duration_secs_listener(f)",
+                      "jax.distributed.initialize()"):
+            env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
             assert env == {"OTHER": "1"}, shows
         # Markdown that mentions it does not count: only code does.
         md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
-        assert "JAX_COMPILATION_CACHE_DIR" in fresh.notebook_env(md)
+        assert "JAX_COMPILATION_CACHE_DIR" in fresh.notebook_env(md, "ch")
     finally:
         fresh.KERNEL_ENV.clear()
 

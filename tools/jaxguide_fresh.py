@@ -375,8 +375,11 @@ def preexecute(app, env, added, changed, removed):
     kind = "local-parallel" if parallel else "local-serial"
     # jupyter-cache logs each failure with its whole coloured traceback; the report below
     # says it shorter, so its log stays out of the build's.
+    # (The parallel executor sets the level of its workers' multiprocessing logger
+    # from this logger's.)
     quiet = std_logging.getLogger("jaxguide_fresh.exec")
     quiet.propagate = False
+    quiet.setLevel(std_logging.CRITICAL)
     if not quiet.handlers:
         quiet.addHandler(std_logging.NullHandler())
     executor = load_executor(kind, cache=cache, logger=quiet)
@@ -466,8 +469,12 @@ def lock_build(app, config) -> None:
 
 #: Code that reads compilation itself: compile times (a benchmark's first call), compile
 #: logs, compile events. A persistent-cache hit skips the compilation these show, so a
-#: chapter whose code matches runs without the cache.
-SHOWS_COMPILATION = re.compile(r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache")
+#: chapter whose code matches runs without the cache. So does a chapter that runs
+#: several JAX processes at once (``jax.distributed``): JAX writes a cache entry in
+#: place, and a process reading it at that moment would warn in the output.
+SHOWS_COMPILATION = re.compile(
+    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|jax\.distributed"
+)
 
 #: Environment the build adds to its kernels (set by :func:`kernel_settings`).
 KERNEL_ENV: dict[str, str] = {}
@@ -490,7 +497,7 @@ def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
     ``keep_bytes`` (entries of programs no chapter compiles any more pile up)."""
     if not folder.is_dir():
         return
-    entries = sorted((p.stat().st_mtime, p.stat().st_size, p) for p in folder.iterdir() if p.is_file())
+    entries = sorted((p.stat().st_mtime, p.stat().st_size, p) for p in folder.rglob("*") if p.is_file())
     total = sum(size for _, size, _ in entries)
     for _, size, path in entries:
         if total <= keep_bytes:
@@ -499,13 +506,39 @@ def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
         total -= size
 
 
-def notebook_env(nb) -> dict[str, str]:
-    """What :data:`KERNEL_ENV` a notebook's kernel gets: all of it, or none of the
-    compilation cache if the notebook's code looks at compilation."""
+#: The chapter a kernel is started for (set by :func:`_executing`), or None.
+EXECUTING: str | None = None
+
+
+def notebook_env(nb, chapter: str | None = None) -> dict[str, str]:
+    """What :data:`KERNEL_ENV` a notebook's kernel gets: all of it, with the
+    compilation cache in a folder of the chapter's own (two chapters executing at once
+    never write or read one entry at the same moment: JAX writes entries in place), or
+    none of the cache if the notebook's code looks at compilation
+    (:data:`SHOWS_COMPILATION`) or the chapter is not known."""
     code = "\n".join(c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code")
-    if SHOWS_COMPILATION.search(code):
-        return {k: v for k, v in KERNEL_ENV.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
-    return dict(KERNEL_ENV)
+    env = dict(KERNEL_ENV)
+    if SHOWS_COMPILATION.search(code) or "JAX_COMPILATION_CACHE_DIR" in env and not chapter:
+        return {k: v for k, v in env.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+    if "JAX_COMPILATION_CACHE_DIR" in env:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
+    return env
+
+
+def _executing(execute):
+    """Wrap a jupyter-cache worker's ``execute(project_nb, data)`` so that the kernel it
+    starts knows its chapter (a worker executes one notebook at a time)."""
+
+    def wrapper(project_nb, data):
+        global EXECUTING
+        EXECUTING = Path(project_nb.uri).stem
+        try:
+            return execute(project_nb, data)
+        finally:
+            EXECUTING = None
+
+    wrapper.jaxguide = True
+    return staticmethod(wrapper)
 
 
 class BuildKernelManager(AsyncKernelManager):
@@ -547,7 +580,7 @@ def create_kernel_manager(self):
         self.kernel_manager_class = BuildKernelManager
     km = _create_kernel_manager(self)
     if isinstance(km, BuildKernelManager):
-        km.extra_env = notebook_env(self.nb)
+        km.extra_env = notebook_env(self.nb, EXECUTING)
     return km
 
 
@@ -560,6 +593,11 @@ def kernel_settings(app, config) -> None:
         trim_cache(folder)
         KERNEL_ENV.update(compilation_cache_env(folder))
     NotebookClient.create_kernel_manager = create_kernel_manager
+    from jupyter_cache.executors import basic
+
+    for worker in (basic.ExecutionWorkerLocalSerial, basic.ExecutionWorkerLocalMProc):
+        if not getattr(worker.execute, "jaxguide", False):
+            worker.execute = _executing(worker.execute)
 
 
 def setup(app):
