@@ -600,6 +600,23 @@ def kernel_settings(app, config) -> None:
             worker.execute = _executing(worker.execute)
 
 
+def clear_replaced_images(app):
+    """``html-collect-pages`` (just before Sphinx copies the pages' images): delete the
+    copies in ``_build/html/_images`` that differ from their source. The site extension
+    shrinks those copies after each build; copying a figure of a re-written page over
+    its shrunk copy made Sphinx log "will overwrite data" for every figure. The shrunk
+    version comes back from the site extension's cache."""
+    folder = Path(app.outdir) / getattr(app.builder, "imagedir", "_images")
+    for src, dest in getattr(app.builder, "images", {}).items():
+        target = folder / dest
+        try:
+            if target.read_bytes() != (Path(app.srcdir) / src).read_bytes():
+                target.unlink()
+        except OSError:
+            continue  # no copy yet, or no source: Sphinx reports a missing one itself
+    return []
+
+
 def setup(app):
     app.add_config_value("jaxguide_parallel_execution", False, "env")
     app.add_config_value("jaxguide_compilation_cache", False, "")
@@ -608,4 +625,5 @@ def setup(app):
     app.connect("env-get-outdated", outdated)
     app.connect("env-get-outdated", preexecute, priority=600)
     app.connect("build-finished", save)
+    app.connect("html-collect-pages", clear_replaced_images)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
