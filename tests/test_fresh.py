@@ -46,6 +46,14 @@ import jaxguide
 
 print("formatted:", jaxguide.format_seconds(0.0015))
 ```
+
+```{code-cell} ipython3
+import matplotlib.pyplot as plt
+
+plt.figure(figsize=(2, 2))
+plt.plot([0, 1], [0, 1])
+plt.show()
+```
 """
 
 
@@ -134,11 +142,16 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     assert executed(log) == {"a"}
     assert "size: 512 octets" in (moved / "_build/html/a.html").read_text()
 
-    # Editing the chapter itself still re-executes it, as myst-nb's cache does.
+    # Editing the chapter itself still re-executes it, as myst-nb's cache does. Its
+    # figure is copied again over the copy the site extension shrank, quietly (build
+    # checks the log).
+    shrunk = {p.name: p.read_bytes() for p in (repo / "_build/html/_images").glob("*.png")}
+    assert shrunk and all(data != (repo / "_build/jupyter_execute" / name).read_bytes() for name, data in shrunk.items())
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY.replace("0.0015", "2.5"))
     log, _ = build(repo)
     assert executed(log) == {"b"}
     assert "formatted: 2.5 s" in (repo / "_build/html/b.html").read_text()
+    assert {p.name: p.read_bytes() for p in (repo / "_build/html/_images").glob("*.png")} == shrunk
 
 
 FAILING = USES_TIMING_ONLY.replace('print("formatted:"', 'print(1 / 0)\nprint("formatted:"')
