@@ -13,7 +13,8 @@ JAX's compile events (``jax.monitoring``: ``jaxpr_trace_duration``,
 ``jaxpr_to_mlir_module_duration``, ``backend_compile_duration``), summed per cell; and a
 last one that reports them. Nothing of the book is written. ``--cache DIR`` gives the
 kernel JAX's persistent compilation cache in DIR, as the build does (run it twice to
-see a rebuild). Processes a chapter starts itself (the multiprocess chapter's JAX
+see a rebuild); ``--save DIR`` keeps the executed notebooks (to compare outputs with
+tests/bookcheck.py's ``output_differences``). Processes a chapter starts itself (the multiprocess chapter's JAX
 processes) are not seen by the listener: their time counts as "the rest".
 """
 
@@ -69,7 +70,7 @@ get_ipython().events.register("post_run_cell", _jg_cell)
 LAST = 'print("JGPROFILE" + _j.dumps(_jg))'
 
 
-def profile(chapter: str, cache: str | None) -> dict:
+def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     path = ROOT / "book" / f"{chapter}.md"
     source = path.read_text()
     nb = read_myst_markdown_notebook(source)
@@ -93,6 +94,9 @@ def profile(chapter: str, cache: str | None) -> dict:
     start = time.time()
     client.execute()
     total = time.time() - start
+    if save:
+        Path(save).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, Path(save) / f"{chapter}.ipynb")
     stats = None
     for out in nb.cells[-1].get("outputs", []):  # the LAST cell
         if "JGPROFILE" in out.get("text", ""):
@@ -155,9 +159,10 @@ def main() -> None:
     parser.add_argument("chapters", nargs="+")
     parser.add_argument("--cache", help="folder for JAX's persistent compilation cache")
     parser.add_argument("--top", type=int, default=6, help="slowest cells to list per chapter")
+    parser.add_argument("--save", help="folder to write the executed notebooks to")
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()[0]:.1f}")
-    results = [profile(c, args.cache) for c in args.chapters]
+    results = [profile(c, args.cache, args.save) for c in args.chapters]
     print(f"load after: {os.getloadavg()[0]:.1f} (on {os.cpu_count()} cores)\n")
     print(table(results))
     for r in results:
