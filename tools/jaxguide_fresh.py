@@ -26,21 +26,21 @@ myst-nb executes it again. Fingerprints are stored in ``_build/jaxguide-fingerpr
 (written atomically) for every chapter whose outputs are cached, also after a failed
 build; an unreadable store counts as empty.
 
-Chapters that need executing run in parallel before Sphinx reads them; a chapter that
-fails there stops the build with a short report (chapter, error, cell) and is not
-executed a second time. Two builds into the same output folder do not run at once: the
-second waits for the first.
+Chapters that need executing are executed by jupyter-cache before Sphinx reads them (in
+parallel when there are several); a chapter that fails there stops the build with a
+short report (chapter, error, cell) and nothing else, and is not executed a second
+time. Two builds into the same output folder do not run at once: the second waits for
+the first.
 
 The kernels the build starts (:class:`BuildKernelManager`, used by every
-``nbclient.NotebookClient`` of the build: jupyter-cache's parallel executor and
-myst-nb's own) talk to the build over IPC sockets in a fresh private folder each
-(``tempfile.mkdtemp``), not over TCP: no port is opened, two builds never share a socket,
-and ipykernel has no reason to warn that TCP is unencrypted. They also get JAX's
-persistent compilation cache, kept in the build's own ``_build/.jax_cache``, through
-their environment only (the chapters do not mention it, so a Colab reader never sees
-it); a chapter whose code looks at compilation itself (:data:`SHOWS_COMPILATION`: its
-compile times, compile logs or compile events, which a cache hit would change) runs
-without it.
+``nbclient.NotebookClient`` of the build) talk to the build over IPC sockets in a fresh
+private folder each (``tempfile.mkdtemp``), not over TCP: no port is opened, two builds
+never share a socket, and ipykernel has no reason to warn that TCP is unencrypted. They
+also get JAX's persistent compilation cache, in a folder of the chapter's own under the
+build's ``_build/.jax_cache``, through their environment only (the chapters do not
+mention it, so a Colab reader never has it); a chapter whose code looks at compilation
+itself, or runs several JAX processes at once (:data:`SHOWS_COMPILATION`), runs without
+it.
 """
 
 from __future__ import annotations
@@ -518,7 +518,7 @@ def notebook_env(nb, chapter: str | None = None) -> dict[str, str]:
     (:data:`SHOWS_COMPILATION`) or the chapter is not known."""
     code = "\n".join(c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code")
     env = dict(KERNEL_ENV)
-    if SHOWS_COMPILATION.search(code) or "JAX_COMPILATION_CACHE_DIR" in env and not chapter:
+    if SHOWS_COMPILATION.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
         return {k: v for k, v in env.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
     if "JAX_COMPILATION_CACHE_DIR" in env:
         env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
