@@ -40,6 +40,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).parent / "jupyter-book"
+# Log lines a build must not print (issue 16), as tests/test_fresh.py checks them.
+NOISE = ("Kernel is running over TCP", "will overwrite data", "Please also report this",
+         "ersistent compilation cache", "PERSISTENT COMPILATION CACHE")
 EDITED = "migration"  # a short chapter: the one-chapter edit
 SLOW = "training"  # a slow one, with and without the compilation cache
 
@@ -73,7 +76,8 @@ def build(repo: Path) -> dict:
     for match in re.findall(r"executing \d+ chapters?(?: in parallel)?: ([\w, ]+)", log):
         executed |= {n.strip() for n in match.split(",")}
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall": seconds, "cpu": cpu, "load": load, "executed": executed}
+    noise = sorted({n for n in NOISE if n in log})
+    return {"wall": seconds, "cpu": cpu, "load": load, "executed": executed, "noise": noise}
 
 
 def executions(repo: Path) -> dict[str, float]:
@@ -142,6 +146,8 @@ def main() -> None:
         print(f"  {name:14s} {s:6.1f} s")
     print(f"\n{os.cpu_count()} cores; benchmark took {time.perf_counter() - start:.0f} s.\n")
     print(markdown(results))
+    noisy = {f"{r['mode']} {name}": row["noise"] for r in results for name, row in r["rows"].items() if row["noise"]}
+    print(f"\nNoise in the build logs: {noisy or 'none'}")
     for r in results:
         nochange = r["rows"]["no-change"]
         edited = r["rows"][f"edit {EDITED}"]
