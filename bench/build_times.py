@@ -127,7 +127,7 @@ def markdown(results: list[dict]) -> str:
                 f"| {chapter} | {ran or 'nothing'} |"
             )
         lines.append(
-            f"| {r['mode']} | floor (sum of the cold build's chapter executions) | {r['floor']:.1f} s | | | "
+            f"| {r['mode']} | sum of the cold build's chapter executions{' (two at a time)' if r['mode'] == 'parallel' else ''} | {r['floor']:.1f} s | | | "
             f"| cold / floor = {r['rows']['cold']['wall'] / r['floor']:.2f} |"
         )
     return "\n".join(lines)
@@ -139,6 +139,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help=f"skip the {SLOW} edits")
     args = parser.parse_args()
     modes = ["parallel"] + (["serial"] if args.serial else [])
+    import sphinx
+
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not (Path(sphinx.__file__).parent / "__pycache__").is_dir():
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set and .venv holds no compiled bytecode, so every build "
+            "and every kernel compiles the sources of Sphinx, JAX, ... again (about 3 s of CPU per "
+            "build). Run `.venv/bin/python -m compileall -q .venv/lib` first to measure the build itself."
+        )
     start = time.perf_counter()
     results = [measure(m, args.quick) for m in modes]
     print(f"\nPer-chapter execution in the {modes[0]} cold build (jupyter-cache's record):")
