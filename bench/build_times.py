@@ -52,6 +52,9 @@ def copy_book(dst: Path, parallel: bool) -> None:
         shutil.copy(ROOT / name, dst / name)
     shutil.copytree(ROOT / "book", dst / "book", symlinks=True)
     shutil.copytree(ROOT / "tools", dst / "tools")
+    # The chapters include code from src/ (literalinclude); the kernels import the
+    # installed jaxguide, which is this checkout's.
+    shutil.copytree(ROOT / "src", dst / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     set_config(dst, "jaxguide_parallel_execution", parallel)
 
 
