@@ -176,7 +176,7 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     assert "formatted: 1.5 ms" in (repo / "_build/html/b.html").read_text()
 
 
-def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_path):
+def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_path, monkeypatch):
     """The build's kernel manager: IPC transport, sockets and connection file in a
     fresh private folder (two at once never share one), removed at shutdown; the
     compilation cache reaches the kernel through its environment, except for a
@@ -185,10 +185,9 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     import nbformat
     from nbclient import NotebookClient
 
-    fresh.NotebookClient.create_kernel_manager = fresh.create_kernel_manager
-    fresh.KERNEL_ENV.clear()
-    fresh.KERNEL_ENV.update(fresh.compilation_cache_env(tmp_path / "jc"))
-    fresh.EXECUTING = "chapter"
+    monkeypatch.setattr(NotebookClient, "create_kernel_manager", fresh.create_kernel_manager)
+    monkeypatch.setattr(fresh, "KERNEL_ENV", fresh.compilation_cache_env(tmp_path / "jc"))
+    monkeypatch.setattr(fresh, "EXECUTING", "chapter")
     code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
     seen = []
     for extra in ("", "# jax.log_compiles shows compilations"):
@@ -207,31 +206,25 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         seen.append(nb.cells[0].outputs[0]["text"].strip())
     assert seen[0] != seen[2]
     assert seen[1] == str(tmp_path / "jc" / "chapter") and seen[3] == "none"
-    fresh.KERNEL_ENV.clear()
-    fresh.EXECUTING = None
 
 
-def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown():
+def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):
     import jaxguide_fresh as fresh
 
-    fresh.KERNEL_ENV.clear()
-    fresh.KERNEL_ENV.update({"OTHER": "1", **fresh.compilation_cache_env(Path("/c"))})
-    try:
-        cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
-        plain = {"cells": [cell("y = jax.jit(f)(x)")]}
-        assert fresh.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
-        # A kernel for an unknown chapter would share a folder: no cache.
-        assert fresh.notebook_env(plain) == {"OTHER": "1"}
-        for shows in ("t.first_call_s", "jax.log_compiles(True)", "jax.explain_cache_misses(True)",
-                      "jax.monitoring.register_event_duration_secs_listener(f)",
-                      "jax.distributed.initialize()"):
-            env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
-            assert env == {"OTHER": "1"}, shows
-        # Markdown that mentions it does not count: only code does.
-        md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
-        assert "JAX_COMPILATION_CACHE_DIR" in fresh.notebook_env(md, "ch")
-    finally:
-        fresh.KERNEL_ENV.clear()
+    monkeypatch.setattr(fresh, "KERNEL_ENV", {"OTHER": "1", **fresh.compilation_cache_env(Path("/c"))})
+    cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
+    plain = {"cells": [cell("y = jax.jit(f)(x)")]}
+    assert fresh.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
+    # A kernel for an unknown chapter would share a folder: no cache.
+    assert fresh.notebook_env(plain) == {"OTHER": "1"}
+    for shows in ("t.first_call_s", "jax.log_compiles(True)", "jax.explain_cache_misses(True)",
+                  "jax.monitoring.register_event_duration_secs_listener(f)",
+                  "jax.distributed.initialize()"):
+        env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
+        assert env == {"OTHER": "1"}, shows
+    # Markdown that mentions it does not count: only code does.
+    md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
+    assert "JAX_COMPILATION_CACHE_DIR" in fresh.notebook_env(md, "ch")
 
 
 def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
@@ -249,3 +242,18 @@ def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
     (tmp_path / fresh.MEMO).write_text("{not json")
     fresh.load_memo(tmp_path)
     assert fresh.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 2
+
+
+def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
+    import jaxguide_fresh as fresh
+
+    for i, name in enumerate(("a/old", "b/mid", "a/new")):
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + i, 1000 + i))
+    fresh.trim_cache(tmp_path, keep_bytes=250)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == ["a/new", "b/mid"]
+    fresh.trim_cache(tmp_path, keep_bytes=100)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
+    fresh.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
