@@ -45,7 +45,7 @@ EVENTS = {
 
 FIRST = """\
 import json as _j, time as _t
-_jg = {{"imports": {{}}, "cells": [], "now": {{"trace": 0.0, "lower": 0.0, "compile": 0.0, "n": 0}}}}
+_jg = {{"imports": {{}}, "cells": [], "now": {{"trace": 0.0, "lower": 0.0, "compile": 0.0, "n": 0}}, "names": {{}}}}
 for _m in {modules!r}:
     _s = _t.perf_counter()
     __import__(_m)
@@ -58,6 +58,10 @@ def _jg_listen(event, seconds, **kw):
     if name:
         _jg["now"][name] += seconds
         _jg["now"]["n"] += name == "compile"
+        if name == "compile":
+            fun = str(kw.get("fun_name", "?"))
+            n, s = _jg["names"].get(fun, (0, 0.0))
+            _jg["names"][fun] = (n + 1, s + seconds)
 
 _mon.register_event_duration_secs_listener(_jg_listen)
 
@@ -139,6 +143,7 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
         "cells": per_cell,
         "first_cell_overhead": (first_end - first_start) - imports,
         "cache": "yes" if cached else "no",
+        "names": stats.get("names", {}),
     }
 
 
@@ -170,6 +175,9 @@ def main() -> None:
         print(f"  slowest cells (seconds in the cell, of which tracing+lowering+compiling, compilations):")
         for s, j, n, first in sorted(r["cells"], key=lambda c: -c[0])[: args.top]:
             print(f"  {s:6.1f} s {j:6.1f} s {n:4d}  {(first or [''])[0][:60]}")
+        print("  most compiled functions (compilations, XLA compile seconds):")
+        for fun, (n, s) in sorted(r["names"].items(), key=lambda kv: -kv[1][1])[: args.top * 2]:
+            print(f"  {n:5d} {s:7.1f} s  {fun}")
 
 
 if __name__ == "__main__":
