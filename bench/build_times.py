@@ -21,8 +21,8 @@ It copies the book's sources to a temporary folder and measures, for each mode:
 For each build it gives the wall time, the CPU time of the build and its kernels
 (user + sys), and the load average before it: the machine may be shared, and wall
 times then say more about the neighbours than about the build. It prints a Markdown
-table. On an idle 2-core machine the default run takes about 6 minutes, ``--serial``
-doubles it and ``--quick`` takes about 4.
+table. The default run took 5 min 48 s on a 2-core machine shared with other work
+(load about 5); ``--serial`` about doubles it, ``--quick`` takes about 5 minutes.
 """
 
 from __future__ import annotations
