@@ -17,8 +17,11 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
+# --compile-bytecode: every build imports Sphinx and every chapter's kernel imports JAX;
+# where PYTHONDONTWRITEBYTECODE is set (CI, some sandboxes) each would compile those
+# sources again (about 3 s of CPU per build and per kernel; README, "Build times").
 $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
-	$(UV) sync --locked --python $(PYTHON)
+	$(UV) sync --locked --compile-bytecode --python $(PYTHON)
 	touch $@
 
 env: $(VENV)/.synced

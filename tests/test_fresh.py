@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +30,13 @@ from jaxguide.compiled import format_bytes
 
 print("size:", format_bytes(512))
 ```
+
+```{code-cell} ipython3
+import jax
+import jax.numpy as jnp
+
+print("total:", int(jax.jit(jnp.sum)(jnp.arange(4))))
+```
 """
 
 USES_TIMING_ONLY = MYST_HEADER + """# Uses timing only
@@ -38,7 +46,35 @@ import jaxguide
 
 print("formatted:", jaxguide.format_seconds(0.0015))
 ```
+
+```{code-cell} ipython3
+import matplotlib.pyplot as plt
+
+plt.figure(figsize=(2, 2))
+plt.plot([0, 1], [0, 1])
+plt.show()
+```
 """
+
+
+#: Build log noise that has a cause the build removes (issue 16, "Quieter builds"):
+#: ipykernel's warning about TCP (the build's kernels use IPC sockets), Sphinx's
+#: warning that the theme's webpack macros template overwrites data, a request to
+#: report a Sphinx bug for a failing cell, and any text of JAX's compilation cache.
+NOISE = (
+    "Kernel is running over TCP",
+    "without encryption",
+    "will overwrite data",
+    "Please also report this",
+    "persistent compilation cache",
+    "Persistent compilation cache",
+    "PERSISTENT COMPILATION CACHE",
+)
+
+
+def assert_quiet(log: str) -> None:
+    found = [n for n in NOISE if n in log]
+    assert not found, f"the build log has {found}:\n{log[-3000:]}"
 
 
 def build(repo: Path, ok: bool = True) -> tuple[str, float]:
@@ -48,13 +84,14 @@ def build(repo: Path, ok: bool = True) -> tuple[str, float]:
     proc = subprocess.run([str(exe), "build", "book/"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     seconds = time.perf_counter() - start
     assert (proc.returncode == 0) == ok, (proc.stdout + proc.stderr)[-3000:]
+    assert_quiet(proc.stdout + proc.stderr)
     return proc.stdout + proc.stderr, seconds
 
 
 def executed(log: str) -> set[str]:
     """Chapters executed by myst-nb, or by the extension's parallel pre-execution."""
     names = {Path(line.split(":")[0]).stem for line in log.splitlines() if "Executing notebook" in line}
-    for match in re.findall(r"chapters in parallel: ([\w, ]+)", log):
+    for match in re.findall(r"executing \d+ chapters?(?: in parallel)?: ([\w, ]+)", log):
         names |= {n.strip() for n in match.split(",")}
     return names
 
@@ -78,6 +115,9 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     log, _ = build(repo)
     assert executed(log) == {"a", "b"}
     assert "size: 512 B" in (repo / "_build/html/a.html").read_text()
+    # The kernels kept JAX's compiled programs in the build's own folder, one folder
+    # per chapter.
+    assert any(p.name.startswith("jit_") for p in (repo / "_build/.jax_cache/a").iterdir())
 
     log, seconds = build(repo)
     assert executed(log) == set(), "a rebuild with nothing changed executed something"
@@ -102,11 +142,16 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     assert executed(log) == {"a"}
     assert "size: 512 octets" in (moved / "_build/html/a.html").read_text()
 
-    # Editing the chapter itself still re-executes it, as myst-nb's cache does.
+    # Editing the chapter itself still re-executes it, as myst-nb's cache does. Its
+    # figure is copied again over the copy the site extension shrank, quietly (build
+    # checks the log).
+    shrunk = {p.name: p.read_bytes() for p in (repo / "_build/html/_images").glob("*.png")}
+    assert shrunk and all(data != (repo / "_build/jupyter_execute" / name).read_bytes() for name, data in shrunk.items())
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY.replace("0.0015", "2.5"))
     log, _ = build(repo)
     assert executed(log) == {"b"}
     assert "formatted: 2.5 s" in (repo / "_build/html/b.html").read_text()
+    assert {p.name: p.read_bytes() for p in (repo / "_build/html/_images").glob("*.png")} == shrunk
 
 
 FAILING = USES_TIMING_ONLY.replace('print("formatted:"', 'print(1 / 0)\nprint("formatted:"')
@@ -129,3 +174,86 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     log, _ = build(repo)
     assert executed(log) == {"b"}
     assert "formatted: 1.5 ms" in (repo / "_build/html/b.html").read_text()
+
+
+def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_path, monkeypatch):
+    """The build's kernel manager: IPC transport, sockets and connection file in a
+    fresh private folder (two at once never share one), removed at shutdown; the
+    compilation cache reaches the kernel through its environment, except for a
+    notebook whose code looks at compilation."""
+    import jaxguide_fresh as fresh
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setattr(NotebookClient, "create_kernel_manager", fresh.create_kernel_manager)
+    monkeypatch.setattr(fresh, "KERNEL_ENV", fresh.compilation_cache_env(tmp_path / "jc"))
+    monkeypatch.setattr(fresh, "EXECUTING", "chapter")
+    code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
+    seen = []
+    for extra in ("", "# jax.log_compiles shows compilations"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code + "\n" + extra)])
+        client = NotebookClient(nb, kernel_name="python3", timeout=120)
+        with client.setup_kernel():
+            km = client.km
+            assert isinstance(km, fresh.BuildKernelManager) and km.transport == "ipc"
+            folder = Path(km.socket_dir)
+            assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("jaxguide-kernel-")
+            assert oct(folder.stat().st_mode & 0o777) == "0o700"
+            assert Path(km.connection_file).parent == folder
+            seen.append(folder)
+            client.execute_cell(nb.cells[0], 0)
+        assert not folder.exists(), "the kernel's socket folder was left behind"
+        seen.append(nb.cells[0].outputs[0]["text"].strip())
+    assert seen[0] != seen[2]
+    assert seen[1] == str(tmp_path / "jc" / "chapter") and seen[3] == "none"
+
+
+def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):
+    import jaxguide_fresh as fresh
+
+    monkeypatch.setattr(fresh, "KERNEL_ENV", {"OTHER": "1", **fresh.compilation_cache_env(Path("/c"))})
+    cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
+    plain = {"cells": [cell("y = jax.jit(f)(x)")]}
+    assert fresh.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
+    # A kernel for an unknown chapter would share a folder: no cache.
+    assert fresh.notebook_env(plain) == {"OTHER": "1"}
+    for shows in ("t.first_call_s", "jax.log_compiles(True)", "jax.explain_cache_misses(True)",
+                  "jax.monitoring.register_event_duration_secs_listener(f)",
+                  "jax.distributed.initialize()"):
+        env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
+        assert env == {"OTHER": "1"}, shows
+    # Markdown that mentions it does not count: only code does.
+    md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
+    assert "JAX_COMPILATION_CACHE_DIR" in fresh.notebook_env(md, "ch")
+
+
+def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
+    import jaxguide_fresh as fresh
+
+    calls = []
+    real = fresh.imports_of
+    monkeypatch.setattr(fresh, "imports_of", lambda code: calls.append(1) or real(code))
+    fresh.load_memo(tmp_path)
+    assert fresh.cached_imports(["import optax"]) == ({"optax"}, set())
+    key = next(iter(fresh._MEMO["imports"]))
+    fresh.save_memo(tmp_path, {key})
+    fresh.load_memo(tmp_path)
+    assert fresh.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 1
+    (tmp_path / fresh.MEMO).write_text("{not json")
+    fresh.load_memo(tmp_path)
+    assert fresh.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 2
+
+
+def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
+    import jaxguide_fresh as fresh
+
+    for i, name in enumerate(("a/old", "b/mid", "a/new")):
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + i, 1000 + i))
+    fresh.trim_cache(tmp_path, keep_bytes=250)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == ["a/new", "b/mid"]
+    fresh.trim_cache(tmp_path, keep_bytes=100)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
+    fresh.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do

@@ -26,10 +26,21 @@ myst-nb executes it again. Fingerprints are stored in ``_build/jaxguide-fingerpr
 (written atomically) for every chapter whose outputs are cached, also after a failed
 build; an unreadable store counts as empty.
 
-Chapters that need executing run in parallel before Sphinx reads them; a chapter that
-fails there stops the build with a short report (chapter, error, cell) and is not
-executed a second time. Two builds into the same output folder do not run at once: the
-second waits for the first.
+Chapters that need executing are executed by jupyter-cache before Sphinx reads them (in
+parallel when there are several); a chapter that fails there stops the build with a
+short report (chapter, error, cell) and nothing else, and is not executed a second
+time. Two builds into the same output folder do not run at once: the second waits for
+the first.
+
+The kernels the build starts (:class:`BuildKernelManager`, used by every
+``nbclient.NotebookClient`` of the build) talk to the build over IPC sockets in a fresh
+private folder each (``tempfile.mkdtemp``), not over TCP: no port is opened, two builds
+never share a socket, and ipykernel has no reason to warn that TCP is unencrypted. They
+also get JAX's persistent compilation cache, in a folder of the chapter's own under the
+build's ``_build/.jax_cache``, through their environment only (the chapters do not
+mention it, so a Colab reader never has it); a chapter whose code looks at compilation
+itself, or runs several JAX processes at once (:data:`SHOWS_COMPILATION`), runs without
+it.
 """
 
 from __future__ import annotations
@@ -42,8 +53,13 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+
+from jupyter_client import AsyncKernelManager
+from nbclient import NotebookClient
 
 from jaxguide_cache import write_atomic
 from sphinx.errors import ExtensionError
@@ -127,7 +143,7 @@ class PackageGraph:
             if path.name != "__init__.py":
                 self.files[path.stem] = path
         self.digests = {m: hashlib.sha256(p.read_bytes()).hexdigest() for m, p in self.files.items()}
-        self.deps = {m: {d for d in imports_of(p.read_text())[1] if d in self.files} for m, p in self.files.items()}
+        self.deps = {m: {d for d in cached_imports(p.read_text())[1] if d in self.files} for m, p in self.files.items()}
 
     def closure(self, modules: set[str]) -> set[str]:
         if ALL in modules:
@@ -144,9 +160,65 @@ class PackageGraph:
         return seen
 
 
-@functools.lru_cache(maxsize=None)
+#: Results kept between builds (``_build/jaxguide-fresh-memo.json``), keyed by what they
+#: are computed from: the imports of a piece of code by its digest, and the map from
+#: top-level modules to distributions by the list of installed distributions. Reading
+#: the metadata of every installed distribution and parsing every chapter again took
+#: most of a no-change rebuild's own time.
+_MEMO: dict = {"imports": {}, "distributions": {}}
+MEMO = "jaxguide-fresh-memo.json"
+
+
+def _installed() -> str:
+    """A digest of the distributions installed on ``sys.path`` (names and versions, as
+    their metadata folders are named): it changes when one is added, removed or
+    upgraded."""
+    names = []
+    for entry in sys.path:
+        try:
+            names += [f"{entry}/{e}" for e in os.listdir(entry or ".") if e.endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
+
+
 def _distributions() -> dict[str, list[str]]:
-    return importlib.metadata.packages_distributions()
+    key = _installed()
+    memo = _MEMO.setdefault("distributions", {})
+    if key not in memo:
+        memo.clear()
+        memo[key] = importlib.metadata.packages_distributions()
+    return memo[key]
+
+
+def cached_imports(code: str | list[str]) -> tuple[set[str], set[str]]:
+    """:func:`imports_of`, remembered by the digest of the code."""
+    cells = [code] if isinstance(code, str) else code
+    key = hashlib.sha256("\0".join(cells).encode()).hexdigest()
+    memo = _MEMO.setdefault("imports", {})
+    if key not in memo:
+        top, ours = imports_of(cells)
+        memo[key] = [sorted(top), sorted(ours)]
+    top, ours = memo[key]
+    return set(top), set(ours)
+
+
+def load_memo(folder: Path) -> None:
+    _MEMO.clear()
+    _MEMO.update({"imports": {}, "distributions": {}})
+    try:
+        data = json.loads((folder / MEMO).read_text())
+        if isinstance(data, dict):
+            _MEMO.update({k: v for k, v in data.items() if k in _MEMO and isinstance(v, dict)})
+    except (OSError, ValueError):
+        pass  # no memo yet, or a damaged one: everything is computed afresh
+
+
+def save_memo(folder: Path, used: set[str]) -> None:
+    """Keep the memo's entries for the code seen in this build only."""
+    imports = {k: v for k, v in _MEMO.get("imports", {}).items() if k in used}
+    data = {"imports": imports, "distributions": _MEMO.get("distributions", {})}
+    write_atomic(folder / MEMO, json.dumps(data, sort_keys=True).encode())
 
 
 @functools.lru_cache(maxsize=None)
@@ -171,7 +243,7 @@ def helper_files(source: str, folder: Path) -> dict[str, str]:
 
 def fingerprint(source: str, graph: PackageGraph, version=_version, folder: Path | None = None) -> dict:
     """What a chapter's outputs depend on besides its code, with a digest of it all."""
-    top, ours = imports_of(code_of(source))
+    top, ours = cached_imports(code_of(source))
     distributions = set(BASE_DISTRIBUTIONS)
     mapping = _distributions()
     for module in top - {PACKAGE}:
@@ -233,11 +305,15 @@ def _chapters(env) -> dict[str, tuple[Path, str]]:
 
 def outdated(app, env, added, changed, removed):
     """``env-get-outdated``: pages whose outputs depend on something that changed."""
+    folder = _store_path(app).parent
+    load_memo(folder)
     graph = PackageGraph()
     old = read_store(_store_path(app))
     chapters = _chapters(env)
     app.env.jaxguide_chapters = {name: path for name, (path, _) in chapters.items()}
     new = {name: fingerprint(source, graph, folder=path.parent) for name, (path, source) in chapters.items()}
+    used = [[p.read_text()] for p in graph.files.values()] + [code_of(source) for _, source in chapters.values()]
+    save_memo(folder, {hashlib.sha256("\0".join(c).encode()).hexdigest() for c in used})
     app.env.jaxguide_fingerprints = new
     stale = [d for d in new if (old.get(d) or {}).get("digest") != new[d]["digest"]]
     app.env.jaxguide_stale = stale
@@ -266,14 +342,13 @@ def outdated(app, env, added, changed, removed):
 
 
 def preexecute(app, env, added, changed, removed):
-    """``env-get-outdated`` (runs after :func:`outdated`): when
-    ``jaxguide_parallel_execution`` is on, execute every chapter that has no cached
-    outputs with jupyter-cache's parallel executor (one process per core), before
-    Sphinx reads them; myst-nb then finds their outputs in the cache. A chapter that
-    fails here is not cached, so myst-nb executes it again and reports the error.
+    """``env-get-outdated`` (runs after :func:`outdated`): execute every chapter that
+    has no cached outputs, before Sphinx reads them, with jupyter-cache's parallel
+    executor (one process per core) when ``jaxguide_parallel_execution`` is on and more
+    than one needs it, else its serial one; myst-nb then finds their outputs in the
+    cache. A chapter that fails stops the build with :func:`failure_report`'s short
+    report (chapter, error, cell), one chapter or many, and is not executed again.
     """
-    if not app.config.jaxguide_parallel_execution:
-        return []
     import logging as std_logging
 
     from jupyter_cache import get_cache
@@ -282,27 +357,47 @@ def preexecute(app, env, added, changed, removed):
     # Only pages Sphinx is about to read can need executing: new, edited or stale ones.
     candidates = set(added) | set(changed) | set(getattr(app.env, "jaxguide_stale", ()))
     chapters = {d: p for d, p in app.env.jaxguide_chapters.items() if d in candidates}
-    if len(chapters) < 2:
+    if not chapters:
         return []
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     paths = [str(p.resolve()) for p in chapters.values()]
     for path in paths:
         cache.add_nb_to_project(path, read_data={"type": "plugin", "name": "myst_nb_md"})
     pending = [r.uri for r in cache.list_unexecuted(filter_uris=paths)]
-    if len(pending) < 2:
+    if not pending:
         return []
     names = ", ".join(sorted(Path(u).stem for u in pending))
-    logger.info(f"[jaxguide-fresh] executing {len(pending)} chapters in parallel: {names}")
-    executor = load_executor("local-parallel", cache=cache, logger=std_logging.getLogger("jaxguide_fresh.exec"))
+    parallel = app.config.jaxguide_parallel_execution and len(pending) > 1
+    if parallel:
+        logger.info(f"[jaxguide-fresh] executing {len(pending)} chapters in parallel: {names}")
+    else:
+        logger.info(f"[jaxguide-fresh] executing {len(pending)} chapter{'s' * (len(pending) > 1)}: {names}")
+    kind = "local-parallel" if parallel else "local-serial"
+    # jupyter-cache logs each failure with its whole coloured traceback; the report below
+    # says it shorter, so its log stays out of the build's.
+    # (The parallel executor sets the level of its workers' multiprocessing logger
+    # from this logger's.)
+    quiet = std_logging.getLogger("jaxguide_fresh.exec")
+    quiet.propagate = False
+    quiet.setLevel(std_logging.CRITICAL)
+    if not quiet.handlers:
+        quiet.addHandler(std_logging.NullHandler())
+    executor = load_executor(kind, cache=cache, logger=quiet)
     result = executor.run_and_cache(
         filter_uris=pending, timeout=app.env.mystnb_config.execution_timeout, allow_errors=False
     )
     failed = result.excepted + result.errored
     if failed:
         # Report every failure now, from the run that made it, and stop: executing a
-        # failing chapter a second time only to report it would double the wait.
+        # failing chapter a second time only to report it would double the wait. The
+        # report is all the log says: raising an exception here would add ~60 lines of
+        # Sphinx's and Jupyter Book's own traceback after it. The fingerprints of the
+        # chapters that did execute are saved first (see save).
         reports = [failure_report(Path(uri).stem, cache.get_project_record(uri).traceback or "") for uri in failed]
-        raise ExtensionError("\n\n".join(reports))
+        report = "\n\n".join(reports)
+        save(app, ExtensionError(report))
+        print(f"\n{report}\n\nThe build stopped: fix the cell above and build again.", file=sys.stderr, flush=True)
+        raise SystemExit(1)
     return []
 
 
@@ -372,10 +467,163 @@ def lock_build(app, config) -> None:
         fcntl.flock(_LOCK, fcntl.LOCK_EX)
 
 
+#: Code that reads compilation itself: compile times (a benchmark's first call), compile
+#: logs, compile events. A persistent-cache hit skips the compilation these show, so a
+#: chapter whose code matches runs without the cache. So does a chapter that runs
+#: several JAX processes at once (``jax.distributed``): JAX writes a cache entry in
+#: place, and a process reading it at that moment would warn in the output.
+SHOWS_COMPILATION = re.compile(
+    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|jax\.distributed"
+)
+
+#: Environment the build adds to its kernels (set by :func:`kernel_settings`).
+KERNEL_ENV: dict[str, str] = {}
+
+
+def compilation_cache_env(folder: Path) -> dict[str, str]:
+    """The environment that gives a kernel JAX's persistent compilation cache in
+    ``folder``, caching every program however small or fast to compile."""
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(folder),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        # Not JAX_COMPILATION_CACHE_MAX_SIZE: JAX needs `filelock` for it, and without
+        # it warns in the cell's output and caches nothing. trim_cache bounds it instead.
+    }
+
+
+def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
+    """Delete the oldest entries of a compilation cache folder until it holds at most
+    ``keep_bytes`` (entries of programs no chapter compiles any more pile up)."""
+    if not folder.is_dir():
+        return
+    entries = sorted((p.stat().st_mtime, p.stat().st_size, p) for p in folder.rglob("*") if p.is_file())
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in entries:
+        if total <= keep_bytes:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
+#: The chapter a kernel is started for (set by :func:`_executing`), or None.
+EXECUTING: str | None = None
+
+
+def notebook_env(nb, chapter: str | None = None) -> dict[str, str]:
+    """What :data:`KERNEL_ENV` a notebook's kernel gets: all of it, with the
+    compilation cache in a folder of the chapter's own (two chapters executing at once
+    never write or read one entry at the same moment: JAX writes entries in place), or
+    none of the cache if the notebook's code looks at compilation
+    (:data:`SHOWS_COMPILATION`) or the chapter is not known."""
+    code = "\n".join(c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    env = dict(KERNEL_ENV)
+    if SHOWS_COMPILATION.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
+        return {k: v for k, v in env.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+    if "JAX_COMPILATION_CACHE_DIR" in env:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
+    return env
+
+
+def _executing(execute):
+    """Wrap a jupyter-cache worker's ``execute(project_nb, data)`` so that the kernel it
+    starts knows its chapter (a worker executes one notebook at a time)."""
+
+    def wrapper(project_nb, data):
+        global EXECUTING
+        EXECUTING = Path(project_nb.uri).stem
+        try:
+            return execute(project_nb, data)
+        finally:
+            EXECUTING = None
+
+    wrapper.jaxguide = True
+    return staticmethod(wrapper)
+
+
+class BuildKernelManager(AsyncKernelManager):
+    """A kernel manager for the build's kernels: IPC sockets (and the connection file) in
+    a fresh private folder, removed when the kernel shuts down, and extra environment
+    variables (:attr:`extra_env`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.extra_env: dict[str, str] = {}
+        self.socket_dir = tempfile.mkdtemp(prefix="jaxguide-kernel-")
+        self.transport = "ipc"
+        self.ip = os.path.join(self.socket_dir, "k")
+        self.connection_file = os.path.join(self.socket_dir, "kernel.json")
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.extra_env:
+            kw["env"] = {**(kw.get("env") or os.environ), **self.extra_env}
+        return await super()._async_pre_start_kernel(**kw)
+
+    pre_start_kernel = _async_pre_start_kernel
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    cleanup_resources = _async_cleanup_resources
+
+
+_create_kernel_manager = NotebookClient.create_kernel_manager
+
+
+def create_kernel_manager(self):
+    """``NotebookClient.create_kernel_manager`` for the build: a
+    :class:`BuildKernelManager` (where nothing else was asked for), with the notebook's
+    environment."""
+    if self.kernel_manager_class is AsyncKernelManager:
+        self.kernel_manager_class = BuildKernelManager
+    km = _create_kernel_manager(self)
+    if isinstance(km, BuildKernelManager):
+        km.extra_env = notebook_env(self.nb, EXECUTING)
+    return km
+
+
+def kernel_settings(app, config) -> None:
+    """``config-inited``: the build's kernels use :class:`BuildKernelManager`, with the
+    compilation cache in this build's own output folder (``jaxguide_compilation_cache``)."""
+    KERNEL_ENV.clear()
+    if config.jaxguide_compilation_cache:
+        folder = Path(app.outdir).parent / ".jax_cache"
+        trim_cache(folder)
+        KERNEL_ENV.update(compilation_cache_env(folder))
+    NotebookClient.create_kernel_manager = create_kernel_manager
+    from jupyter_cache.executors import basic
+
+    for worker in (basic.ExecutionWorkerLocalSerial, basic.ExecutionWorkerLocalMProc):
+        if not getattr(worker.execute, "jaxguide", False):
+            worker.execute = _executing(worker.execute)
+
+
+def clear_replaced_images(app):
+    """``html-collect-pages`` (just before Sphinx copies the pages' images): delete the
+    copies in ``_build/html/_images`` that differ from their source. The site extension
+    shrinks those copies after each build; copying a figure of a re-written page over
+    its shrunk copy made Sphinx log "will overwrite data" for every figure. The shrunk
+    version comes back from the site extension's cache."""
+    folder = Path(app.outdir) / getattr(app.builder, "imagedir", "_images")
+    for src, dest in getattr(app.builder, "images", {}).items():
+        target = folder / dest
+        try:
+            if target.read_bytes() != (Path(app.srcdir) / src).read_bytes():
+                target.unlink()
+        except OSError:
+            continue  # no copy yet, or no source: Sphinx reports a missing one itself
+    return []
+
+
 def setup(app):
     app.add_config_value("jaxguide_parallel_execution", False, "env")
+    app.add_config_value("jaxguide_compilation_cache", False, "")
     app.connect("config-inited", lock_build)
+    app.connect("config-inited", kernel_settings)
     app.connect("env-get-outdated", outdated)
     app.connect("env-get-outdated", preexecute, priority=600)
     app.connect("build-finished", save)
+    app.connect("html-collect-pages", clear_replaced_images)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
