@@ -30,6 +30,7 @@ the causes:
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 
@@ -386,6 +387,14 @@ def _purge_stylesheets(outdir: Path) -> list[Path]:
     for path in list(paths):  # and the stylesheets they @import (theme.css: basic.css)
         if path.is_file():
             paths.update((path.parent / m).resolve() for m in _IMPORT.findall(path.read_text(encoding="utf-8")))
+    # Keep each original: the next build starts from it (_restore_stylesheets), whether
+    # or not Sphinx copies its static files again (it does not when no page changed).
+    originals = outdir.parent / _ORIGINALS
+    for path in paths:
+        if path.is_file() and not path.name.startswith("jaxguide"):
+            saved = originals / path.relative_to(outdir.resolve())
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(saved, path.read_bytes())
     rewritten = []
     for path in sorted(paths):
         if not path.is_file() or path.name.startswith("jaxguide"):
@@ -395,11 +404,40 @@ def _purge_stylesheets(outdir: Path) -> list[Path]:
         if len(slim) < len(css):
             path.write_text(slim, encoding="utf-8")
             rewritten.append(path.relative_to(outdir.resolve()))
+    # An @import is a second round trip before the first paint (theme.css imports
+    # basic.css): put the imported rules in its place, their relative url()s rewritten
+    # to resolve from the importing file's folder.
+    for path in sorted((outdir / href).resolve() for href in linked):
+        if not path.is_file():
+            continue
+        css = path.read_text(encoding="utf-8")
+
+        def inline(match: re.Match) -> str:
+            target = (path.parent / match.group(1)).resolve()
+            if "://" in match.group(1) or not target.is_file():
+                return match.group(0)
+            up = Path(os.path.relpath(target.parent, path.parent)).as_posix()
+
+            def moved(url: re.Match) -> str:
+                quote, ref = url.group(1), url.group(2)
+                if re.match(r"^(?:[a-z]+:|/|#)", ref):
+                    return url.group(0)
+                return f"url({quote}{up}/{ref}{quote})"
+
+            return _CSS_URL.sub(moved, target.read_text(encoding="utf-8"))
+
+        flat = _IMPORT_STATEMENT.sub(inline, css)
+        if flat != css:
+            path.write_text(flat, encoding="utf-8")
+            if path.relative_to(outdir.resolve()) not in rewritten:
+                rewritten.append(path.relative_to(outdir.resolve()))
     return rewritten
 
 
 _LINK = re.compile(r"<link\b[^>]*>")
 _IMPORT = re.compile(r"""@import\s+(?:url\()?["']?([^"')\s;]+)""")
+_CSS_URL = re.compile(r"""url\((['"]?)([^'")]+)\1\)""")
+_IMPORT_STATEMENT = re.compile(r"""@import\s+(?:url\()?["']([^"')\s;]+)["']\)?\s*;""")
 
 
 # ----------------------------------------------------------------------------- pages
@@ -407,8 +445,9 @@ _IMPORT = re.compile(r"""@import\s+(?:url\()?["']?([^"')\s;]+)""")
 
 # Scripts in <head> that do not need to run before the page is parsed: deferred (they
 # run in order once the document is parsed, before DOMContentLoaded, where their work
-# starts). documentation_options.js stays: inline scripts in <head> use what it defines.
-_HEAD_SCRIPT = re.compile(r'<script((?: data-[a-z-]+="[^"]*")*) src="((?:\.\./)*_static/(?!documentation_options\.js)[^"]+)"></script>')
+# starts; on search.html Sphinx's search tools, then the index they read).
+# documentation_options.js stays: inline scripts in <head> use what it defines.
+_HEAD_SCRIPT = re.compile(r'<script((?: data-[a-z-]+="[^"]*")*) src="((?:\.\./)*(?:_static/(?!documentation_options\.js)|searchindex\.js)[^"]*)"></script>')
 _SCORER_SCRIPT = re.compile(r'[ \t]*<script[^>]* src="(?:\.\./)*_static/jaxguide-search\.js[^"]*"></script>\n?')
 _IMG = re.compile(r"<img\b[^>]*>")
 _SIZE_STYLE = re.compile(r'\s*style="width: (\d+(?:\.\d+)?)px; height: (\d+(?:\.\d+)?)px;"')
@@ -471,8 +510,8 @@ def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> 
             slim = _SEARCH_SCRIPTS.sub("", slim)
         # The search scorer (book/_static/jaxguide-search.js) is for search.html only.
         slim = _SCORER_SCRIPT.sub("", slim)
-        head, sep, body = slim.partition("</head>")
-        slim = _HEAD_SCRIPT.sub(r'<script\1 defer src="\2"></script>', head) + sep + body
+    head, sep, body = slim.partition("</head>")
+    slim = _HEAD_SCRIPT.sub(r'<script\1 defer src="\2"></script>', head) + sep + body
     slim = _IMG.sub(lambda m: _sized_img(m.group(0), outdir, page), slim)
     slim = _RICH_SPAN.sub(_readable_span, slim)
     # The book's title, search button and chapter list open the sidebar: a banner
@@ -562,8 +601,27 @@ def _write_not_found(app: Sphinx, outdir: Path) -> None:
     write_atomic(outdir / "404.html", _NOT_FOUND.format(base=base, title=title).encode())
 
 
-# The stylesheets _finish purged, listed in the output (one path a line).
+# The stylesheets _finish purged, listed in the output (one path a line), and where
+# their originals are kept (next to the output folder).
 _PURGED_LIST = ".jaxguide-purged-css"
+_ORIGINALS = ".jaxguide-css-originals"
+
+
+def _restore_stylesheets(app: Sphinx) -> None:
+    """``builder-inited``: put back the originals of the stylesheets the last build
+    purged, so this build purges them afresh for its pages (Sphinx copies static files
+    only when it writes a page, and then finds them unchanged: no "overwrite" notes)."""
+    outdir = Path(app.outdir)
+    originals = outdir.parent / _ORIGINALS
+    listed = outdir / _PURGED_LIST
+    if not listed.is_file():
+        return
+    for name in listed.read_text().split():
+        if name.endswith("pydata-sphinx-theme.css"):
+            continue  # _clear_rewritten removed it; _finish writes it from the theme's
+        saved = originals / name
+        if saved.is_file():
+            write_atomic(outdir / name, saved.read_bytes())
 
 
 def _clear_rewritten(app: Sphinx) -> None:
@@ -574,9 +632,6 @@ def _clear_rewritten(app: Sphinx) -> None:
     rewritten = [static / "webpack-macros.html", static / "styles" / "pydata-sphinx-theme.css"]
     rewritten += list((static / "vendor" / "fontawesome").rglob("*.woff2"))
     rewritten += list((static / "vendor" / "fontawesome").rglob("*.ttf"))
-    listed = Path(app.outdir) / _PURGED_LIST
-    if listed.is_file():
-        rewritten += [Path(app.outdir) / name for name in listed.read_text().split()]
     for path in rewritten:
         path.unlink(missing_ok=True)
 
@@ -592,8 +647,10 @@ def _scorer_path(app: Sphinx, config) -> None:
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _scorer_path)
     app.connect("builder-inited", _clear_rewritten)
+    app.connect("builder-inited", _restore_stylesheets)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
     app.connect("html-page-context", _page_context, priority=900)
-    app.connect("build-finished", _finish)
+    # Last: after the theme rewrites pygments.css and myst-nb copies its stylesheet.
+    app.connect("build-finished", _finish, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
