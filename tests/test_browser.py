@@ -328,8 +328,8 @@ def test_page_in_the_browser(browser, site, book, name):
 BAD_PAGE = """<!doctype html><html><head><title>bad</title><link rel="stylesheet" href="big.css"></head><body>
 <script>console.error("planted error");</script>
 <button></button><p style="color:#aaaaaa;background:#ffffff">low contrast text</p>
-<script>setTimeout(() => { const d = document.createElement('div'); d.style.height = '600px';
-  d.textContent = 'late banner'; document.body.prepend(d); }, 50);</script>
+<script>addEventListener('load', () => setTimeout(() => { const d = document.createElement('div');
+  d.style.height = '600px'; d.textContent = 'late banner'; document.body.prepend(d); }, 200));</script>
 <img src="missing.png" alt="missing">
 <img src="https://example.invalid/remote.png" alt="remote">
 <a href="good.html#nowhere">dangling anchor</a> <a href="absent.html">missing page</a> <a href="#here">fine</a>

@@ -520,6 +520,9 @@ def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> 
     # The search button shows "Search Ctrl+K": its accessible name must contain what
     # it shows (WCAG 2.5.3), so the name comes from its text, and the shortcut is declared.
     slim = _SEARCH_BUTTON.sub(r'\1 title="Search" aria-keyshortcuts="Control+K"', slim)
+    # A hidden cell's toggle says "Show code cell source": that is its name, not the
+    # aria-label "Toggle hidden content" myst-nb gives it.
+    slim = slim.replace('<summary aria-label="Toggle hidden content">', "<summary>")
     return slim
 
 
