@@ -327,6 +327,7 @@ def test_page_in_the_browser(browser, site, book, name):
 
 BAD_PAGE = """<!doctype html><html><head><title>bad</title><link rel="stylesheet" href="big.css"></head><body>
 <script>console.error("planted error");</script>
+<div style="height:800px">content that a late banner pushes down</div>
 <button></button><p style="color:#aaaaaa;background:#ffffff">low contrast text</p>
 <script>addEventListener('load', () => setTimeout(() => { const d = document.createElement('div');
   d.style.height = '600px'; d.textContent = 'late banner'; document.body.prepend(d); }, 200));</script>
@@ -342,7 +343,7 @@ BAD_PAGE = """<!doctype html><html><head><title>bad</title><link rel="stylesheet
 def test_page_checks_catch_planted_problems(browser, tmp_path):
     """Every check above fails on a page that has the problem it looks for."""
     (tmp_path / "bad.html").write_text(BAD_PAGE)
-    (tmp_path / "good.html").write_text("<!doctype html><title>good</title><p id='top'>ok</p>")
+    (tmp_path / "good.html").write_text("<!doctype html><html lang='en'><title>good</title><main><p id='top'>ok</p></main>")
     (tmp_path / "searchindex.js").write_text("Search = {};")
     (tmp_path / "big.css").write_text("/* planted */ p { margin: 0 }\n" + "/* padding */\n" * 2000)
     base, server = serve(tmp_path)
