@@ -20,7 +20,20 @@ the causes:
   is empty unless configured (``Got invalid theme mode: . Resetting to auto.``); it is
   set to ``"auto"``.
 * **Figures**: each PNG output is stored as a 256-colour palette image when that looks
-  the same (mean error under one grey level), typically a third of the size.
+  the same (mean error under one grey level), typically a third of the size. Chapters
+  draw them at 2x (``%config InlineBackend.figure_formats = ["retina"]`` in their
+  hidden first cell); each ``<img>`` gets ``width``/``height`` attributes (its CSS size,
+  half its pixels) so nothing moves while it loads.
+* **First paint**: the stylesheets the pages link keep only the rules whose classes
+  and ids occur somewhere in the site's pages or scripts (:func:`purge_css`: 460 kB of
+  theme CSS become ~180 kB), an ``@import`` is inlined, and the scripts in ``<head>``
+  are deferred (but ``documentation_options.js``, which inline scripts use). The
+  originals are kept beside the output and put back at the next build.
+* **Accessibility** (axe-core, ``tests/test_browser.py``): coloured output text below
+  4.5:1 contrast (rich's HTML) gets black or white text; the sidebar's title, search
+  and chapter list form a ``banner`` landmark; the search button's accessible name is
+  its visible text ("Search Ctrl+K") and a hidden cell's toggle its "Show code cell
+  source".
 * **Search scorer**: ``html_search_scorer`` (``book/_static/jaxguide-search.js``) is
   resolved against the book's folder, not the working directory.
 * **Favicon**: configured in ``_config.yml`` (``html.favicon``), so browsers do not
@@ -503,6 +516,25 @@ def _sized_img(tag: str, outdir: Path, page: Path) -> str:
     return tag.replace("<img ", f'<img width="{width}" height="{height}" ', 1)
 
 
+_ICON_FONTS = {"fa-solid-900": ("fa-solid", "fas"), "fa-brands-400": ("fa-brands", "fab"),
+               "fa-regular-400": ("fa-regular", "far")}
+
+
+def _preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
+    """Preload the (subset, few-kB) icon webfonts a page's icons use: fetched with the
+    stylesheets, they are there for the first paint, instead of arriving after it and
+    widening the header's buttons (a layout shift)."""
+    if "</head>" not in text or 'rel="preload" as="font"' in text:
+        return text
+    classes = set(" ".join(_CLASS_ATTR.findall(text)).split())
+    prefix = "../" * (len(page.relative_to(outdir).parts) - 1)
+    links = "".join(
+        f'<link rel="preload" as="font" type="font/woff2" crossorigin '
+        f'href="{prefix}_static/vendor/fontawesome/webfonts/{font}.woff2">\n'
+        for font, styles in _ICON_FONTS.items() if classes & set(styles))
+    return text.replace("</head>", links + "</head>", 1)
+
+
 def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> str:
     slim = _FA_SCRIPT.sub("", text)
     if page.name != "search.html":
@@ -512,6 +544,7 @@ def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> 
         slim = _SCORER_SCRIPT.sub("", slim)
     head, sep, body = slim.partition("</head>")
     slim = _HEAD_SCRIPT.sub(r'<script\1 defer src="\2"></script>', head) + sep + body
+    slim = _preload_icon_fonts(slim, page, outdir)
     slim = _IMG.sub(lambda m: _sized_img(m.group(0), outdir, page), slim)
     slim = _RICH_SPAN.sub(_readable_span, slim)
     # The book's title, search button and chapter list open the sidebar: a banner
