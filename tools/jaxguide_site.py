@@ -496,8 +496,9 @@ def _readable_span(match: re.Match) -> str:
 
 def _sized_img(tag: str, outdir: Path, page: Path) -> str:
     """An output figure's <img> with ``width`` and ``height`` attributes (its CSS size:
-    a 2x figure's half size), so the page keeps its layout while images load. Sphinx
-    writes the size as an inline style, which also fixes the height on a narrow screen."""
+    a 2x figure's half size), so the page keeps its layout while images load, and
+    loaded lazily. Sphinx writes the size as an inline style, which also fixes the
+    height on a narrow screen."""
     if " width=" in tag or "_images/" not in tag:
         return tag
     size = _SIZE_STYLE.search(tag)
@@ -513,7 +514,9 @@ def _sized_img(tag: str, outdir: Path, page: Path) -> str:
             return tag
         with Image.open(path) as image:
             width, height = image.size
-    return tag.replace("<img ", f'<img width="{width}" height="{height}" ', 1)
+    # Loaded when near the screen: figures are below the first screenful, and their
+    # bytes would otherwise compete with the text for the first paint.
+    return tag.replace("<img ", f'<img width="{width}" height="{height}" loading="lazy" decoding="async" ', 1)
 
 
 _ICON_FONTS = {"fa-solid-900": ("fa-solid", "fas"), "fa-brands-400": ("fa-brands", "fab"),
