@@ -5,8 +5,11 @@ Every page: no console errors, no request to any other host, every image loads, 
 internal link and anchor resolves, code cells and their outputs are visible. Once: search
 finds ``shard_map`` and lists the chapter that teaches a function first, no top bar covers
 the book title at desktop width (one search entry point), chapters are numbered, the Colab button opens the chapter's notebook, the dark-mode switch
-works, copy buttons copy. Screenshots and a report (pages checked, bytes per page, run
-time) are written to ``_build/test-output/browser/``.
+works, copy buttons copy. Every page is also checked with axe-core (no serious or critical
+accessibility violation, in light and dark mode) and measured as Lighthouse would weigh
+a first paint: bytes that block rendering, layout shift (CLS), largest contentful
+paint (LCP) and bytes transferred. Screenshots and a report (those measurements per
+page, pages checked, run time) are written to ``_build/test-output/browser/``.
 """
 
 from __future__ import annotations
@@ -31,9 +34,21 @@ pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 OUT = ROOT / "_build" / "test-output" / "browser"
 CHAPTERS = [c for c in chapters() if c not in ("index", "report")]
-PAGES = chapters() + ["search", "genindex"]
+PAGES = chapters() + ["search", "genindex", "404"]
 # Every chapter page, so the heaviest, may transfer at most this much (uncompressed, no cache).
 PAGE_BUDGET = 1_000_000
+# Bytes the browser must fetch before it paints anything (stylesheets and synchronous
+# scripts in <head>, as Chromium marks them: renderBlockingStatus "blocking"). Lighthouse's
+# mobile profile loads at 1.6 Mbit/s with 150 ms round trips: 200 kB is about 1 s, which
+# with the page itself keeps the first paint under Lighthouse's 1.8 s "good" mark (GitHub
+# Pages compresses them about 5x, so the real cost is lower). The theme's stylesheets are
+# 460 kB before tools/jaxguide_site.py drops the rules no page uses.
+RENDER_BLOCKING_BUDGET = 200_000
+# Cumulative layout shift: Lighthouse's and Web Vitals' "good" limit.
+CLS_LIMIT = 0.1
+# axe-core rules run on every page: its default WCAG 2 A/AA set plus the rule that a
+# control's accessible name contains its visible text (WCAG 2.5.3, which Lighthouse checks).
+AXE_OPTIONS = {"resultTypes": ["violations"], "rules": {"label-content-name-mismatch": {"enabled": True}}}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -85,14 +100,82 @@ _VISITS: dict[str, dict] = {}
 
 
 def _report() -> dict:
-    sizes = {name: v["bytes"] for name, v in _VISITS.items()}
+    sizes = {name: v["bytes"] for name, v in _VISITS.items() if "bytes" in v}
     heaviest = max((c for c in sizes if c in CHAPTERS), key=sizes.get, default=None)
+    first_paint = {name: v["metrics"] for name, v in _VISITS.items() if "metrics" in v}
+    worst = lambda key: max((m[key] for m in first_paint.values()), default=None)  # noqa: E731
     return {
         "pages_checked": len(_VISITS),
         "bytes_per_page": sizes,
         "heaviest_chapter": heaviest,
         "heaviest_chapter_bytes": sizes.get(heaviest),
+        # Per page: render_blocking_bytes, cls, lcp_ms, transferred_bytes, images_without_size.
+        "first_paint_per_page": first_paint,
+        "worst_render_blocking_bytes": worst("render_blocking_bytes"),
+        "worst_cls": worst("cls"),
+        "worst_lcp_ms": worst("lcp_ms"),
+        "render_blocking_budget": RENDER_BLOCKING_BUDGET,
+        "axe_core": _axe_version(),
     }
+
+
+@functools.lru_cache(maxsize=None)
+def _axe_source() -> str:
+    """axe-core, as the locked ``axe-playwright-python`` package ships it (axe.min.js)."""
+    from importlib.resources import files
+
+    return (files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
+
+
+def _axe_version() -> str:
+    first = _axe_source()[:200]
+    return first.split("axe v", 1)[1].split()[0] if "axe v" in first else "unknown"
+
+
+def axe_violations(page, impacts=("serious", "critical")) -> list[str]:
+    """axe-core's violations of ``impacts`` on the page as it is, one line each (the
+    rule, how many elements, the first element and axe's advice)."""
+    page.evaluate(_axe_source())
+    result = page.evaluate("options => axe.run(document, options)", AXE_OPTIONS)
+    lines = []
+    for v in result["violations"]:
+        if v["impact"] in impacts:
+            node = v["nodes"][0]
+            summary = " ".join((node.get("failureSummary") or "").split())[:300]
+            lines.append(f"axe {v['impact']} {v['id']} on {len(v['nodes'])} element(s), e.g. "
+                         f"{node['target']}: {summary}")
+    return lines
+
+
+# Installed before any page script: records layout shifts and LCP candidates as they happen.
+PAINT_OBSERVERS = """
+window.__jaxguideShifts = []; window.__jaxguideLcp = 0;
+new PerformanceObserver(list => { for (const e of list.getEntries())
+  if (!e.hadRecentInput) window.__jaxguideShifts.push(e.value); }).observe({type: 'layout-shift', buffered: true});
+new PerformanceObserver(list => { for (const e of list.getEntries())
+  window.__jaxguideLcp = Math.max(window.__jaxguideLcp, e.startTime); }).observe({type: 'largest-contentful-paint', buffered: true});
+"""
+
+# What Lighthouse weighs in a first paint, measured in the page: bytes of resources
+# Chromium marks render-blocking (plus the stylesheets they @import), CLS (the sum of
+# all unexpected layout shifts: an upper bound of the web-vitals session window),
+# LCP, the bytes of the page and everything it loaded, and shown <img> without a size.
+PAINT_METRICS = """() => {
+  const resources = performance.getEntriesByType('resource');
+  const nav = performance.getEntriesByType('navigation')[0];
+  const blocking = resources.filter(r => r.renderBlockingStatus === 'blocking'
+                                         || (r.initiatorType === 'css' && r.name.endsWith('.css')));
+  return {
+    render_blocking_bytes: blocking.reduce((n, r) => n + r.decodedBodySize, 0),
+    render_blocking: blocking.map(r => r.name.split('/').pop().split('?')[0]),
+    cls: Math.round(window.__jaxguideShifts.reduce((a, b) => a + b, 0) * 1e4) / 1e4,
+    lcp_ms: Math.round(window.__jaxguideLcp),
+    transferred_bytes: resources.reduce((n, r) => n + r.decodedBodySize, nav ? nav.decodedBodySize : 0),
+    images_without_size: [...document.images].filter(i => i.getClientRects().length
+                                                          && !(i.getAttribute('width') && i.getAttribute('height')))
+                                             .map(i => i.getAttribute('src')),
+  };
+}"""
 
 
 def _new_page(browser, **options):
@@ -120,6 +203,7 @@ def _new_page(browser, **options):
                 log["bytes"][request.url] = 0
 
     page.route("**/*", route)
+    page.add_init_script(PAINT_OBSERVERS)
     page.on("console", lambda m: log["errors"].append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: log["errors"].append(f"uncaught: {e}"))
     page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} ({r.failure})"))
@@ -182,10 +266,14 @@ def serve(directory: Path):
 
 
 def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
-                  budget: int = PAGE_BUDGET) -> tuple[list[str], int]:
+                  budget: int = PAGE_BUDGET, blocking_budget: int = RENDER_BLOCKING_BUDGET,
+                  metrics: dict | None = None) -> tuple[list[str], int]:
     """Open ``name.html`` in a fresh context (empty cache); return what is wrong with
     it, and the bytes it transferred. Each problem is one line saying what and where.
-    A chapter must also show its code and outputs and transfer at most ``budget`` bytes."""
+    Every page: axe-core finds no serious or critical violation, images have a width and
+    a height, layout shift stays under ``CLS_LIMIT``, and at most ``blocking_budget``
+    bytes block the first paint. A chapter must also show its code and outputs and
+    transfer at most ``budget`` bytes. The first-paint measurements go into ``metrics``."""
     context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
     try:
         page.goto(base + f"{name}.html", wait_until="networkidle")
@@ -193,14 +281,26 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
         hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
         cells = page.evaluate(VISIBILITY)
         too_wide = page.evaluate(CODE_TOO_WIDE)
+        paint = page.evaluate(PAINT_METRICS)
+        accessibility = axe_violations(page)
     finally:
         context.close()
+    if metrics is not None:
+        metrics.update(paint)
     problems = list(log["errors"])
     problems += [f"request to another host: {u}" for u in log["external"]]
     problems += [f"failed request: {u}" for u in log["failed"] if not any(u.startswith(x) for x in log["external"])]
     problems += [f"HTTP {s}: {u}" for u, s in log["status"].items() if s >= 400]
     problems += [f"image did not load: {u}" for u in broken_images]
     problems += [f"broken link {b}" for b in _broken_links(root, base, hrefs)]
+    problems += accessibility
+    problems += [f"image without width and height (the page shifts as it loads): {u}"
+                 for u in paint["images_without_size"]]
+    if paint["cls"] >= CLS_LIMIT:
+        problems.append(f"layout shift (CLS) {paint['cls']} is not under {CLS_LIMIT}")
+    if paint["render_blocking_bytes"] > blocking_budget:
+        problems.append(f"{paint['render_blocking_bytes']:,} render-blocking bytes, more than the budget of "
+                        f"{blocking_budget:,}: {paint['render_blocking']}")
     size = sum(log["bytes"].values())
     problems += [f"loads {u}" for u in log["bytes"] if "fontawesome.js" in u or "mathjax" in u.lower()]
     # The search index is for search.html alone (tools/jaxguide_site.py drops it elsewhere).
@@ -219,13 +319,18 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_in_the_browser(browser, site, book, name):
-    problems, size = page_problems(browser, site, book.html, name, chapter=name in CHAPTERS)
-    _VISITS.setdefault(name, {})["bytes"] = size
+    metrics: dict = {}
+    problems, size = page_problems(browser, site, book.html, name, chapter=name in CHAPTERS, metrics=metrics)
+    _VISITS.setdefault(name, {}).update(bytes=size, metrics=metrics)
     assert problems == []
 
 
-BAD_PAGE = """<!doctype html><html><head><title>bad</title></head><body>
+BAD_PAGE = """<!doctype html><html><head><title>bad</title><link rel="stylesheet" href="big.css"></head><body>
 <script>console.error("planted error");</script>
+<div style="height:800px">content that a late banner pushes down</div>
+<button></button><p style="color:#aaaaaa;background:#ffffff">low contrast text</p>
+<script>addEventListener('load', () => setTimeout(() => { const d = document.createElement('div');
+  d.style.height = '600px'; d.textContent = 'late banner'; document.body.prepend(d); }, 200));</script>
 <img src="missing.png" alt="missing">
 <img src="https://example.invalid/remote.png" alt="remote">
 <a href="good.html#nowhere">dangling anchor</a> <a href="absent.html">missing page</a> <a href="#here">fine</a>
@@ -238,11 +343,12 @@ BAD_PAGE = """<!doctype html><html><head><title>bad</title></head><body>
 def test_page_checks_catch_planted_problems(browser, tmp_path):
     """Every check above fails on a page that has the problem it looks for."""
     (tmp_path / "bad.html").write_text(BAD_PAGE)
-    (tmp_path / "good.html").write_text("<!doctype html><title>good</title><p id='top'>ok</p>")
+    (tmp_path / "good.html").write_text("<!doctype html><html lang='en'><title>good</title><main><p id='top'>ok</p></main>")
     (tmp_path / "searchindex.js").write_text("Search = {};")
+    (tmp_path / "big.css").write_text("/* planted */ p { margin: 0 }\n" + "/* padding */\n" * 2000)
     base, server = serve(tmp_path)
     try:
-        problems, _ = page_problems(browser, base, tmp_path, "bad", chapter=True, budget=100)
+        problems, _ = page_problems(browser, base, tmp_path, "bad", chapter=True, budget=100, blocking_budget=10_000)
         clean, _ = page_problems(browser, base, tmp_path, "good", chapter=False)
     finally:
         server.shutdown()
@@ -258,6 +364,10 @@ def test_page_checks_catch_planted_problems(browser, tmp_path):
     assert "code line of at most 79 columns does not fit its box: 'x = 1 + 2" in text
     assert "more than the budget of 100" in text
     assert "loads the search index" in text
+    assert "axe critical button-name" in text and "axe serious color-contrast" in text
+    assert "image without width and height" in text and "missing.png" in text
+    assert "layout shift (CLS)" in text
+    assert "render-blocking bytes, more than the budget of 10,000: ['big.css']" in text
     assert clean == []
 
 
@@ -488,3 +598,17 @@ def test_chapters_and_sections_are_numbered(browser, site):
     assert any(a.startswith("1. JAX as accelerated NumPy") for a in numbered), sidebar
     assert any(a.startswith("10. ") and "shard_map" in a for a in numbered), sidebar
     assert log["errors"] == []
+
+
+@pytest.mark.parametrize("name", ["index", "sharding", "pmap", "training", "search"])
+def test_no_serious_accessibility_violation_in_dark_mode(browser, site, name):
+    """axe-core in dark mode (light mode runs on every page above): colours of text,
+    code and outputs keep their contrast."""
+    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    try:
+        page.goto(site + f"{name}.html", wait_until="networkidle")
+        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+        violations = axe_violations(page)
+    finally:
+        context.close()
+    assert violations == []

@@ -255,3 +255,133 @@ def test_shard_batch_refuses_what_is_not_a_mesh():
         TypeError, match=r"shard_batch\(mesh=\(8,\)\): mesh must be a jax.sharding.Mesh"
     ):
         shard_batch(jnp.zeros((8, 2)), (8,))
+
+
+# ------------------------------------------------- label contrast (issue 16)
+# WCAG 2 contrast, computed here independently of jaxguide.sharding's own helpers.
+
+
+def _luminance(color) -> float:
+    from matplotlib.colors import to_rgb
+
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _wcag_contrast(a, b) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _over(top, alpha: float, bottom):
+    """``top`` drawn with opacity ``alpha`` over ``bottom`` (RGB tuples in 0..1)."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(alpha * t + (1 - alpha) * b for t, b in zip(to_rgb(top), to_rgb(bottom)))
+
+
+def _contrast_arrays():
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from jaxguide.sharding import make_mesh
+
+    mesh = make_mesh((4, 2), ("x", "y"))
+    a = jnp.arange(64.0).reshape(8, 8)
+    specs = [P("x", "y"), P("y", "x"), P(("x", "y")), P("x"), P(None, "y"), P()]
+    arrays = [jax.device_put(a, NamedSharding(mesh, s)) for s in specs]
+    line = make_mesh((8,), ("x",))
+    arrays.append(jax.device_put(jnp.arange(16.0), NamedSharding(line, P("x"))))
+    return arrays
+
+
+def test_device_palette_takes_white_labels_at_4_5_to_1():
+    from jaxguide.sharding import DEVICE_COLORS
+
+    assert len(set(DEVICE_COLORS)) == len(DEVICE_COLORS) >= 8
+    low = {c: round(_wcag_contrast("#ffffff", c), 2) for c in DEVICE_COLORS if _wcag_contrast("#ffffff", c) < 4.5}
+    assert low == {}, f"white labels below 4.5:1 on {low}"
+
+
+def test_picture_labels_contrast_with_their_blocks():
+    """Every label of plot_sharding against what is drawn behind it (the block's colour;
+    for a label on a translucent box, the box over the block and over its hatching)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from jaxguide.sharding import plot_sharding
+
+    checked, low = 0, []
+    for arr in _contrast_arrays():
+        ax = plot_sharding(arr)
+        for text in ax.texts:
+            x, y = text.get_position()
+            behind = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_fill()
+                      and p.get_bbox().contains(x, y)]
+            assert behind, f"no block behind label {text.get_text()!r}"
+            block = behind[-1]
+            face = _over(block.get_facecolor()[:3], block.get_facecolor()[3], "#ffffff")
+            backgrounds = [face]
+            if block.get_hatch():
+                backgrounds.append(block.get_edgecolor()[:3])  # the hatch lines
+            box = text.get_bbox_patch()
+            if box is not None:
+                rgba = box.get_facecolor()
+                backgrounds = [_over(rgba[:3], rgba[3], b) for b in backgrounds]
+            ratio = min(_wcag_contrast(text.get_color(), b) for b in backgrounds)
+            checked += 1
+            if ratio < 4.5:
+                low.append((text.get_text(), round(ratio, 2)))
+        plt.close(ax.figure)
+    assert checked >= 30 and low == [], low
+
+
+_ANSI_COLORS = r"\x1b\[(?:\d+;)*?38;2;(\d+);(\d+);(\d+);48;2;(\d+);(\d+);(\d+)m"
+
+
+def _hex(rgb) -> str:
+    return "#" + "".join(f"{int(c):02x}" for c in rgb)
+
+
+def test_text_picture_labels_contrast_in_a_terminal_and_in_html(monkeypatch, capsys):
+    """show()'s text picture (jax.debug.visualize_array_sharding, drawn by rich): the
+    colours it writes to a true-colour terminal and the HTML it gives Jupyter."""
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import rich.console
+    import rich.jupyter
+
+    from jaxguide.sharding import show
+
+    arrays = _contrast_arrays()
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLORTERM", "truecolor")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for arr in arrays:
+        show(arr)
+        plt.close("all")
+    terminal = re.findall(_ANSI_COLORS, capsys.readouterr().out)
+    # The same pictures as Jupyter receives them: rich's HTML.
+    pages = []
+    monkeypatch.setattr(rich.console, "_is_jupyter", lambda: True)
+    monkeypatch.setattr(rich.jupyter, "display",
+                        lambda segments, text: pages.append(rich.jupyter._render_segments(segments)))
+    for arr in arrays:
+        show(arr)
+        plt.close("all")
+    capsys.readouterr()
+    html = re.findall(r"color: (#[0-9a-fA-F]{6})[^\"]*?background-color: (#[0-9a-fA-F]{6})", "".join(pages))
+    pairs = {(_hex(m[:3]), _hex(m[3:])) for m in terminal} | {(f.lower(), b.lower()) for f, b in html}
+    assert len(terminal) > 20 and len(html) > 20, (len(terminal), len(html))
+    assert len({b for _, b in pairs}) >= 8, pairs  # every device's colour appears
+    low = {p: round(_wcag_contrast(*p), 2) for p in pairs if _wcag_contrast(*p) < 4.5}
+    assert low == {}, f"labels below 4.5:1: {low}"

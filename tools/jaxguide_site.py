@@ -20,7 +20,20 @@ the causes:
   is empty unless configured (``Got invalid theme mode: . Resetting to auto.``); it is
   set to ``"auto"``.
 * **Figures**: each PNG output is stored as a 256-colour palette image when that looks
-  the same (mean error under one grey level), typically a third of the size.
+  the same (mean error under one grey level), typically a third of the size. Chapters
+  draw them at 2x (``%config InlineBackend.figure_formats = ["retina"]`` in their
+  hidden first cell); each ``<img>`` gets ``width``/``height`` attributes (its CSS size,
+  half its pixels) so nothing moves while it loads.
+* **First paint**: the stylesheets the pages link keep only the rules whose classes
+  and ids occur somewhere in the site's pages or scripts (:func:`purge_css`: 460 kB of
+  theme CSS become ~180 kB), an ``@import`` is inlined, and the scripts in ``<head>``
+  are deferred (but ``documentation_options.js``, which inline scripts use). The
+  originals are kept beside the output and put back at the next build.
+* **Accessibility** (axe-core, ``tests/test_browser.py``): coloured output text below
+  4.5:1 contrast (rich's HTML) gets black or white text; the sidebar's title, search
+  and chapter list form a ``banner`` landmark; the search button's accessible name is
+  its visible text ("Search Ctrl+K") and a hidden cell's toggle its "Show code cell
+  source".
 * **Search scorer**: ``html_search_scorer`` (``book/_static/jaxguide-search.js``) is
   resolved against the book's folder, not the working directory.
 * **Favicon**: configured in ``_config.yml`` (``html.favicon``), so browsers do not
@@ -30,6 +43,7 @@ the causes:
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 
@@ -237,6 +251,317 @@ def _shrink_images(outdir: Path) -> None:
             write_atomic(png, small)
 
 
+# ----------------------------------------------------------------------------- unused CSS
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside parentheses, brackets and strings."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote and text[i - 1] != "\\" else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _css_blocks(css: str):
+    """Top-level items of a stylesheet: ``(prelude, body)`` for a rule or a block at-rule
+    (``body`` without its braces), ``(statement, None)`` for ``@import ...;`` and the
+    like. Comments are dropped; strings are respected."""
+    i, n, prelude = 0, len(css), []
+    while i < n:
+        c = css[i]
+        if css.startswith("/*", i):
+            end = css.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif c in "\"'":
+            j = i + 1
+            while j < n and css[j] != c:
+                j += 2 if css[j] == "\\" else 1
+            prelude.append(css[i:j + 1])
+            i = j + 1
+        elif c == ";":  # ends a statement at-rule: @import ...; @charset ...;
+            if "".join(prelude).strip():
+                yield "".join(prelude).strip() + ";", None
+            prelude, i = [], i + 1
+        elif c == "{":
+            depth, j, quote = 1, i + 1, ""
+            while j < n and depth:
+                d = css[j]
+                if quote:
+                    if d == "\\":
+                        j += 1
+                    elif d == quote:
+                        quote = ""
+                elif d in "\"'":
+                    quote = d
+                elif css.startswith("/*", j):
+                    j = css.find("*/", j + 2) + 1 or n
+                elif d == "{":
+                    depth += 1
+                elif d == "}":
+                    depth -= 1
+                j += 1
+            yield "".join(prelude).strip(), css[i + 1:j - 1]
+            prelude, i = [], j
+        else:
+            prelude.append(c)
+            i += 1
+    if "".join(prelude).strip():
+        yield "".join(prelude).strip(), None
+
+
+_NAME_IN_SELECTOR = re.compile(r"[.#]((?:[A-Za-z0-9_-]|\\.)+)")
+# At-rules whose block holds rules (purged inside); any other block is kept whole.
+_NESTING_AT_RULES = ("@media", "@supports", "@layer", "@container", "@document")
+
+
+def _selector_used(selector: str, used: set[str], prefixes: tuple[str, ...]) -> bool:
+    """Whether ``selector`` can match: every class and id it requires occurs somewhere
+    in the site. Arguments of ``:not()``, ``:is()``, ``:where()``, ``:has()`` and
+    attribute selectors are ignored (they never make a selector need more)."""
+    plain, depth = [], 0
+    for c in selector:
+        depth += c in "(["
+        if depth == 0:
+            plain.append(c)
+        depth -= c in ")]"
+    for name in _NAME_IN_SELECTOR.findall("".join(plain)):
+        if "\\" in name:
+            continue  # an escaped name (e.g. md\:flex): keep, do not guess
+        if name not in used and not name.startswith(prefixes):
+            return False
+    return True
+
+
+def purge_css(css: str, used: set[str], prefixes: tuple[str, ...] = ()) -> str:
+    """``css`` without the rules whose selectors need a class or id that occurs nowhere
+    in ``used`` (nor starts with one of ``prefixes``, for names that scripts build,
+    such as ``bs-tooltip-`` + a placement). A rule keeps the selectors that can match;
+    ``@media``/``@supports`` blocks are purged inside and dropped when empty; other
+    at-rules (``@font-face``, ``@keyframes``, ``@import``) are kept as they are."""
+    out = []
+    for prelude, body in _css_blocks(css):
+        if body is None:
+            out.append(prelude)
+        elif prelude.startswith("@"):
+            if prelude.lower().startswith(_NESTING_AT_RULES):
+                inner = purge_css(body, used, prefixes)
+                if inner:
+                    out.append(f"{prelude}{{{inner}}}")
+            else:
+                out.append(f"{prelude}{{{body}}}")
+        else:
+            keep = [s.strip() for s in _split_top(prelude, ",") if _selector_used(s, used, prefixes)]
+            if keep:
+                out.append(f"{','.join(keep)}{{{body}}}")
+    return "\n".join(out)
+
+
+_WORD = re.compile(r"[A-Za-z0-9_-]+")  # names may start with "-" or a digit: "-Color-Blue"
+
+
+def _names_in_site(outdir: Path) -> tuple[set[str], tuple[str, ...]]:
+    """Every word in the site's pages and scripts (a superset of the classes and ids
+    that can ever be on an element), and the words ending in ``-`` that scripts join
+    to a variable part (``"bs-" + placement``), as prefixes."""
+    words: set[str] = set()
+    for page in outdir.rglob("*.html"):
+        words.update(_WORD.findall(page.read_text(encoding="utf-8")))
+    scripts: set[str] = set()
+    for script in outdir.rglob("*.js"):
+        if script.name == "searchindex.js":
+            continue  # the pages' words, not code
+        scripts.update(_WORD.findall(script.read_text(encoding="utf-8", errors="replace")))
+    prefixes = tuple(sorted(w for w in scripts if w.endswith("-") and len(w) >= 4))
+    return words | scripts, prefixes
+
+
+def _purge_stylesheets(outdir: Path) -> list[Path]:
+    """Purge every stylesheet the pages link or import (but the book's own) of rules no
+    page can use; return the files rewritten, relative to ``outdir``."""
+    used, prefixes = _names_in_site(outdir)
+    linked = set()
+    for page in outdir.glob("*.html"):
+        for link in _LINK.findall(page.read_text(encoding="utf-8")):
+            href = re.search(r'href="([^"]+)"', link)
+            if 'rel="stylesheet"' in link and href and "://" not in href.group(1):
+                linked.add(href.group(1).split("?")[0])
+    paths = {(outdir / href).resolve() for href in linked}
+    for path in list(paths):  # and the stylesheets they @import (theme.css: basic.css)
+        if path.is_file():
+            paths.update((path.parent / m).resolve() for m in _IMPORT.findall(path.read_text(encoding="utf-8")))
+    # Keep each original: the next build starts from it (_restore_stylesheets), whether
+    # or not Sphinx copies its static files again (it does not when no page changed).
+    originals = outdir.parent / _ORIGINALS
+    for path in paths:
+        if path.is_file() and not path.name.startswith("jaxguide"):
+            saved = originals / path.relative_to(outdir.resolve())
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(saved, path.read_bytes())
+    rewritten = []
+    for path in sorted(paths):
+        if not path.is_file() or path.name.startswith("jaxguide"):
+            continue
+        css = path.read_text(encoding="utf-8")
+        slim = purge_css(css, used, prefixes)
+        if len(slim) < len(css):
+            path.write_text(slim, encoding="utf-8")
+            rewritten.append(path.relative_to(outdir.resolve()))
+    # An @import is a second round trip before the first paint (theme.css imports
+    # basic.css): put the imported rules in its place, their relative url()s rewritten
+    # to resolve from the importing file's folder.
+    for path in sorted((outdir / href).resolve() for href in linked):
+        if not path.is_file():
+            continue
+        css = path.read_text(encoding="utf-8")
+
+        def inline(match: re.Match) -> str:
+            target = (path.parent / match.group(1)).resolve()
+            if "://" in match.group(1) or not target.is_file():
+                return match.group(0)
+            up = Path(os.path.relpath(target.parent, path.parent)).as_posix()
+
+            def moved(url: re.Match) -> str:
+                quote, ref = url.group(1), url.group(2)
+                if re.match(r"^(?:[a-z]+:|/|#)", ref):
+                    return url.group(0)
+                return f"url({quote}{up}/{ref}{quote})"
+
+            return _CSS_URL.sub(moved, target.read_text(encoding="utf-8"))
+
+        flat = _IMPORT_STATEMENT.sub(inline, css)
+        if flat != css:
+            path.write_text(flat, encoding="utf-8")
+            if path.relative_to(outdir.resolve()) not in rewritten:
+                rewritten.append(path.relative_to(outdir.resolve()))
+    return rewritten
+
+
+_LINK = re.compile(r"<link\b[^>]*>")
+_IMPORT = re.compile(r"""@import\s+(?:url\()?["']?([^"')\s;]+)""")
+_CSS_URL = re.compile(r"""url\((['"]?)([^'")]+)\1\)""")
+_IMPORT_STATEMENT = re.compile(r"""@import\s+(?:url\()?["']([^"')\s;]+)["']\)?\s*;""")
+
+
+# ----------------------------------------------------------------------------- pages
+
+
+# Scripts in <head> that do not need to run before the page is parsed: deferred (they
+# run in order once the document is parsed, before DOMContentLoaded, where their work
+# starts; on search.html Sphinx's search tools, then the index they read).
+# documentation_options.js stays: inline scripts in <head> use what it defines.
+_HEAD_SCRIPT = re.compile(r'<script((?: data-[a-z-]+="[^"]*")*) src="((?:\.\./)*(?:_static/(?!documentation_options\.js)|searchindex\.js)[^"]*)"></script>')
+_SCORER_SCRIPT = re.compile(r'[ \t]*<script[^>]* src="(?:\.\./)*_static/jaxguide-search\.js[^"]*"></script>\n?')
+_IMG = re.compile(r"<img\b[^>]*>")
+_SIZE_STYLE = re.compile(r'\s*style="width: (\d+(?:\.\d+)?)px; height: (\d+(?:\.\d+)?)px;"')
+_RICH_SPAN = re.compile(r'<span style="(color: (#[0-9a-fA-F]{6}); text-decoration-color: #[0-9a-fA-F]{6}; '
+                        r'background-color: (#[0-9a-fA-F]{6}))">')
+_SIDEBAR_START = '<div class="sidebar-primary-items__start sidebar-primary__section">'
+_SEARCH_BUTTON = re.compile(r'(<button class="btn search-button-field search-button__button[^"]*") title="Search" aria-label="Search"')
+
+
+def _luminance(color: str) -> float:
+    """WCAG 2 relative luminance of ``#rrggbb``."""
+    channels = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two ``#rrggbb`` colours (1 to 21)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _readable_span(match: re.Match) -> str:
+    """A coloured output span (rich's HTML, e.g. jax.debug.visualize_array_sharding's
+    blocks) whose text contrasts less than 4.5:1 with its background: its text in black
+    or white, whichever contrasts more."""
+    style, fg, bg = match.group(1), match.group(2), match.group(3)
+    if contrast(fg, bg) >= 4.5:
+        return match.group(0)
+    best = max(("#000000", "#ffffff"), key=lambda c: contrast(c, bg))
+    return match.group(0).replace(style, f"color: {best}; text-decoration-color: {best}; background-color: {bg}")
+
+
+def _sized_img(tag: str, outdir: Path, page: Path) -> str:
+    """An output figure's <img> with ``width`` and ``height`` attributes (its CSS size:
+    a 2x figure's half size), so the page keeps its layout while images load, and
+    loaded lazily. Sphinx writes the size as an inline style, which also fixes the
+    height on a narrow screen."""
+    if " width=" in tag or "_images/" not in tag:
+        return tag
+    size = _SIZE_STYLE.search(tag)
+    if size:
+        width, height = (round(float(v)) for v in size.groups())
+        tag = _SIZE_STYLE.sub("", tag, count=1)
+    else:
+        from PIL import Image
+
+        src = re.search(r'src="([^"]+)"', tag)
+        path = (page.parent / src.group(1)) if src else None
+        if path is None or not path.is_file():
+            return tag
+        with Image.open(path) as image:
+            width, height = image.size
+    # Loaded when near the screen: figures are below the first screenful, and their
+    # bytes would otherwise compete with the text for the first paint.
+    return tag.replace("<img ", f'<img width="{width}" height="{height}" loading="lazy" decoding="async" ', 1)
+
+
+_ICON_FONTS = {"fa-solid-900": ("fa-solid", "fas"), "fa-brands-400": ("fa-brands", "fab"),
+               "fa-regular-400": ("fa-regular", "far")}
+
+
+def _preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
+    """Preload the (subset, few-kB) icon webfonts a page's icons use: fetched with the
+    stylesheets, they are there for the first paint, instead of arriving after it and
+    widening the header's buttons (a layout shift)."""
+    if "</head>" not in text or 'rel="preload" as="font"' in text:
+        return text
+    classes = set(" ".join(_CLASS_ATTR.findall(text)).split())
+    prefix = "../" * (len(page.relative_to(outdir).parts) - 1)
+    links = "".join(
+        f'<link rel="preload" as="font" type="font/woff2" crossorigin '
+        f'href="{prefix}_static/vendor/fontawesome/webfonts/{font}.woff2">\n'
+        for font, styles in _ICON_FONTS.items() if classes & set(styles))
+    return text.replace("</head>", links + "</head>", 1)
+
+
+def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> str:
+    slim = _FA_SCRIPT.sub("", text)
+    if page.name != "search.html":
+        if not as_you_type:
+            slim = _SEARCH_SCRIPTS.sub("", slim)
+        # The search scorer (book/_static/jaxguide-search.js) is for search.html only.
+        slim = _SCORER_SCRIPT.sub("", slim)
+    head, sep, body = slim.partition("</head>")
+    slim = _HEAD_SCRIPT.sub(r'<script\1 defer src="\2"></script>', head) + sep + body
+    slim = _preload_icon_fonts(slim, page, outdir)
+    slim = _IMG.sub(lambda m: _sized_img(m.group(0), outdir, page), slim)
+    slim = _RICH_SPAN.sub(_readable_span, slim)
+    # The book's title, search button and chapter list open the sidebar: a banner
+    # landmark (the theme's top bar, which would be one, is empty and hidden here).
+    slim = slim.replace(_SIDEBAR_START, _SIDEBAR_START[:-1] + ' role="banner">', 1)
+    # The search button shows "Search Ctrl+K": its accessible name must contain what
+    # it shows (WCAG 2.5.3), so the name comes from its text, and the shortcut is declared.
+    slim = _SEARCH_BUTTON.sub(r'\1 title="Search" aria-keyshortcuts="Control+K"', slim)
+    # A hidden cell's toggle says "Show code cell source": that is its name, not the
+    # aria-label "Toggle hidden content" myst-nb gives it.
+    slim = slim.replace('<summary aria-label="Toggle hidden content">', "<summary>")
+    return slim
+
+
 _SEARCH_SCRIPTS = re.compile(
     r'[ \t]*<script src="(?:\.\./)*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)[^"]*"></script>\n?'
 )
@@ -252,11 +577,10 @@ def _finish(app: Sphinx, exception) -> None:
     # default, and this book's), only search.html uses them: elsewhere they are ~110 kB
     # of render-blocking scripts. The search dialog submits to search.html either way.
     as_you_type = (app.config.html_theme_options or {}).get("search_as_you_type", False)
+    _shrink_images(outdir)
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        slim = _FA_SCRIPT.sub("", text)
-        if not as_you_type and page.name != "search.html":
-            slim = _SEARCH_SCRIPTS.sub("", slim)
+        slim = _rewrite_page(text, page, outdir, as_you_type=as_you_type)
         if slim != text:
             page.write_text(slim, encoding="utf-8")
         if "fontawesome.js" in slim:
@@ -273,8 +597,12 @@ def _finish(app: Sphinx, exception) -> None:
     if missing:
         raise ExtensionError(f"jaxguide_site: no CSS rule for Font Awesome icon(s) {missing}; did the theme change?")
     codepoints = _codepoints(stylesheets)
-    _shrink_images(outdir)
     _write_not_found(app, outdir)
+    # Last, when every page is final: drop the CSS rules no page can use (most of
+    # Bootstrap's and sphinx-design's), so the stylesheets that block the first paint
+    # are a fraction of their size. Their originals come back at the next build.
+    rewritten = _purge_stylesheets(outdir)
+    write_atomic(outdir / _PURGED_LIST, "\n".join(str(p) for p in rewritten).encode())
     fonts = theme / "vendor" / "fontawesome"
     for font in list(fonts.rglob("*.woff2")) + list(fonts.rglob("*.ttf")):
         target = static / "vendor" / "fontawesome" / font.relative_to(fonts)
@@ -312,6 +640,29 @@ def _write_not_found(app: Sphinx, outdir: Path) -> None:
     write_atomic(outdir / "404.html", _NOT_FOUND.format(base=base, title=title).encode())
 
 
+# The stylesheets _finish purged, listed in the output (one path a line), and where
+# their originals are kept (next to the output folder).
+_PURGED_LIST = ".jaxguide-purged-css"
+_ORIGINALS = ".jaxguide-css-originals"
+
+
+def _restore_stylesheets(app: Sphinx) -> None:
+    """``builder-inited``: put back the originals of the stylesheets the last build
+    purged, so this build purges them afresh for its pages (Sphinx copies static files
+    only when it writes a page, and then finds them unchanged: no "overwrite" notes)."""
+    outdir = Path(app.outdir)
+    originals = outdir.parent / _ORIGINALS
+    listed = outdir / _PURGED_LIST
+    if not listed.is_file():
+        return
+    for name in listed.read_text().split():
+        if name.endswith("pydata-sphinx-theme.css"):
+            continue  # _clear_rewritten removed it; _finish writes it from the theme's
+        saved = originals / name
+        if saved.is_file():
+            write_atomic(outdir / name, saved.read_bytes())
+
+
 def _clear_rewritten(app: Sphinx) -> None:
     """``builder-inited``: remove the theme files that :func:`_finish` rewrote in the
     output last time, so that Sphinx copies the theme's originals into an empty spot
@@ -335,8 +686,10 @@ def _scorer_path(app: Sphinx, config) -> None:
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _scorer_path)
     app.connect("builder-inited", _clear_rewritten)
+    app.connect("builder-inited", _restore_stylesheets)
     app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
     app.connect("html-page-context", _page_context, priority=900)
-    app.connect("build-finished", _finish)
+    # Last: after the theme rewrites pygments.css and myst-nb copies its stylesheet.
+    app.connect("build-finished", _finish, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

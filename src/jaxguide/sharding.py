@@ -222,11 +222,60 @@ def notation(
     return text if mesh is not None or spec is not None else text + " (one device)"
 
 
-def _device_colors(ids):
-    import matplotlib.pyplot as plt
+# One colour per device (tab10's hues, darkened where needed) in the matplotlib picture
+# and in JAX's text picture alike. White labels reach at least 4.5:1 contrast (WCAG AA)
+# on every one, and each is dark enough that JAX's text picture, which picks black or
+# white text by brightness, picks white. tests/test_sharding.py measures the contrast
+# of every label in both pictures.
+DEVICE_COLORS = ("#1f77b4", "#b35900", "#2a7d2a", "#d62728", "#8c5fb8",
+                 "#8c564b", "#b8418f", "#6b6b6b", "#6f6f10", "#127f8c")
+# Replicated blocks in the matplotlib picture: hatched light grey, label on a white box.
+_HATCH_FACE, _HATCH_LINES, _LABEL_BOX_ALPHA = "#f0f0f0", "#b0b0b0", 0.85
 
-    cmap = plt.get_cmap("tab10" if max(ids, default=0) < 10 else "tab20")
-    return {i: cmap(i % cmap.N) for i in ids}
+
+def _device_colors(ids):
+    return {i: DEVICE_COLORS[i % len(DEVICE_COLORS)] for i in ids}
+
+
+def _relative_luminance(color) -> float:
+    """WCAG 2 relative luminance of a colour (a hex string or an RGB(A) tuple in 0..1)."""
+    from matplotlib.colors import to_rgb
+
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in to_rgb(color))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a, b) -> float:
+    """WCAG 2 contrast ratio of two colours, from 1 (same) to 21 (black on white)."""
+    light, dark = sorted((_relative_luminance(a), _relative_luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def _label_color(background) -> str:
+    """Black or white, whichever contrasts more with ``background``."""
+    return "#000000" if _contrast("#000000", background) >= _contrast("#ffffff", background) else "#ffffff"
+
+
+class _TextPictureColors:
+    """A ``color_map`` for ``jax.debug.visualize_array_sharding`` that gives each block
+    its device's colour from :data:`DEVICE_COLORS`, so both pictures agree. JAX asks for
+    one colour per block, row by row; a block held by several devices gets the colour
+    of the first of them."""
+
+    def __init__(self, blocks):
+        self._colors = [DEVICE_COLORS[b.devices[0] % len(DEVICE_COLORS)] for b in blocks] or [DEVICE_COLORS[0]]
+        self._calls = 0
+
+    def __call__(self, value):
+        from matplotlib.colors import to_rgb
+
+        color = self._colors[self._calls % len(self._colors)]
+        self._calls += 1
+        # JAX turns the floats back into bytes by truncation: a quarter step up keeps each byte.
+        return tuple(min(1.0, (round(c * 255) + 0.25) / 255) for c in to_rgb(color)) + (1.0,)
 
 
 def plot_sharding(
@@ -275,11 +324,12 @@ def plot_sharding(
         (r0, r1), (c0, c1) = ((0, 1), b.bounds[0]) if arr.ndim == 1 else b.bounds
         n = len(b.devices)
         if n == 1:
-            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]], alpha=0.85))
+            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]]))
         else:
             # Replicated: a hatched block with one colour chip per holding device along
             # its bottom edge, so that it cannot be mistaken for a split.
-            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor="#f0f0f0", hatch="//", edgecolor="#b0b0b0", linewidth=0))
+            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=_HATCH_FACE, hatch="//",
+                                   edgecolor=_HATCH_LINES, linewidth=0))
             band = 0.22 * (r1 - r0)
             w = (c1 - c0) / n
             for k, dev in enumerate(b.devices):
@@ -291,8 +341,15 @@ def plot_sharding(
             label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
         else:
             label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
-        ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8,
-                fontweight="bold", bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.75, linewidth=0))
+        if n == 1:
+            # Straight on the device's colour, in black or white, whichever contrasts more.
+            ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8,
+                    fontweight="bold", color=_label_color(colors[b.devices[0]]))
+        else:
+            # On a white box over the hatching.
+            ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8,
+                    fontweight="bold", color="#000000",
+                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=_LABEL_BOX_ALPHA, linewidth=0))
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     edges_c = sorted({e for b in blocks for e in (b.bounds[-1])})
@@ -472,5 +529,6 @@ def show(arr: jax.Array, name: str = "A", *, indices: str | Sequence[str] | None
 
     _as_array(arr, "show")
     print(f"{notation(arr, name, indices=indices)}    jax.typeof: {jax.typeof(arr)}")
-    jax.debug.visualize_array_sharding(arr)
+    # Each block in its device's colour, as in the picture below (DEVICE_COLORS).
+    jax.debug.visualize_array_sharding(arr, color_map=_TextPictureColors(shard_blocks(arr)))
     plot_sharding(arr, name=name, indices=indices)
