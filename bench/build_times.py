@@ -41,8 +41,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).parent / "jupyter-book"
 # Log lines a build must not print (issue 16), as tests/test_fresh.py checks them.
-NOISE = ("Kernel is running over TCP", "will overwrite data", "Please also report this",
-         "ersistent compilation cache", "PERSISTENT COMPILATION CACHE")
+NOISE = (
+    "Kernel is running over TCP",
+    "will overwrite data",
+    "Please also report this",
+    "ersistent compilation cache",
+    "PERSISTENT COMPILATION CACHE",
+)
 EDITED = "migration"  # a short chapter: the one-chapter edit
 SLOW = "training"  # a slow one, with and without the compilation cache
 
@@ -54,13 +59,17 @@ def copy_book(dst: Path, parallel: bool) -> None:
     shutil.copytree(ROOT / "tools", dst / "tools")
     # The chapters include code from src/ (literalinclude); the kernels import the
     # installed jaxguide, which is this checkout's.
-    shutil.copytree(ROOT / "src", dst / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        ROOT / "src", dst / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     set_config(dst, "jaxguide_parallel_execution", parallel)
 
 
 def set_config(repo: Path, key: str, value: bool) -> None:
     cfg = repo / "_config.yml"
-    text, n = re.subn(rf"^(\s*{key}:) \w+$", rf"\1 {str(value).lower()}", cfg.read_text(), flags=re.M)
+    text, n = re.subn(
+        rf"^(\s*{key}:) \w+$", rf"\1 {str(value).lower()}", cfg.read_text(), flags=re.M
+    )
     assert n == 1, f"{key} is not set in _config.yml"
     cfg.write_text(text)
 
@@ -92,7 +101,9 @@ def executions(repo: Path) -> dict[str, float]:
 
 def edit(repo: Path, chapter: str, n: int) -> None:
     path = repo / "book" / f"{chapter}.md"
-    path.write_text(path.read_text() + f'\n```{{code-cell}} ipython3\nprint("benchmark edit {n}")\n```\n')
+    path.write_text(
+        path.read_text() + f'\n```{{code-cell}} ipython3\nprint("benchmark edit {n}")\n```\n'
+    )
 
 
 def measure(mode: str, quick: bool) -> dict:
@@ -124,7 +135,11 @@ def markdown(results: list[dict]) -> str:
     for r in results:
         for name, row in r["rows"].items():
             chapter = f"{row['chapter']:.1f} s" if "chapter" in row else ""
-            ran = ", ".join(sorted(row["executed"])) if name != "cold" else f"all {len(row['executed'])}"
+            ran = (
+                ", ".join(sorted(row["executed"]))
+                if name != "cold"
+                else f"all {len(row['executed'])}"
+            )
             lines.append(
                 f"| {r['mode']} | {name} | {row['wall']:.1f} s | {row['cpu']:.1f} s | {row['load']:.1f} "
                 f"| {chapter} | {ran or 'nothing'} |"
@@ -138,13 +153,18 @@ def markdown(results: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serial", action="store_true", help="also measure serial chapter execution")
+    parser.add_argument(
+        "--serial", action="store_true", help="also measure serial chapter execution"
+    )
     parser.add_argument("--quick", action="store_true", help=f"skip the {SLOW} edits")
     args = parser.parse_args()
     modes = ["parallel"] + (["serial"] if args.serial else [])
     import sphinx
 
-    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not (Path(sphinx.__file__).parent / "__pycache__").is_dir():
+    if (
+        os.environ.get("PYTHONDONTWRITEBYTECODE")
+        and not (Path(sphinx.__file__).parent / "__pycache__").is_dir()
+    ):
         print(
             "note: PYTHONDONTWRITEBYTECODE is set and .venv holds no compiled bytecode, so every build "
             "and every kernel compiles the sources of Sphinx, JAX, ... again (about 3 s of CPU per "
@@ -157,7 +177,12 @@ def main() -> None:
         print(f"  {name:14s} {s:6.1f} s")
     print(f"\n{os.cpu_count()} cores; benchmark took {time.perf_counter() - start:.0f} s.\n")
     print(markdown(results))
-    noisy = {f"{r['mode']} {name}": row["noise"] for r in results for name, row in r["rows"].items() if row["noise"]}
+    noisy = {
+        f"{r['mode']} {name}": row["noise"]
+        for r in results
+        for name, row in r["rows"].items()
+        if row["noise"]
+    }
     print(f"\nNoise in the build logs: {noisy or 'none'}")
     for r in results:
         nochange = r["rows"]["no-change"]

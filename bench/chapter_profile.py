@@ -92,7 +92,10 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     NotebookClient.create_kernel_manager = fresh.create_kernel_manager
     fresh.EXECUTING = chapter
     client = NotebookClient(
-        nb, timeout=900, kernel_name="python3", record_timing=True,
+        nb,
+        timeout=900,
+        kernel_name="python3",
+        record_timing=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.time()
@@ -171,8 +174,13 @@ def main() -> None:
     print(f"load after: {os.getloadavg()[0]:.1f} (on {os.cpu_count()} cores)\n")
     print(table(results))
     for r in results:
-        print(f"\n{r['chapter']}: imports " + ", ".join(f"{m} {s:.1f} s" for m, s in r["import_detail"].items()))
-        print(f"  slowest cells (seconds in the cell, of which tracing+lowering+compiling, compilations):")
+        print(
+            f"\n{r['chapter']}: imports "
+            + ", ".join(f"{m} {s:.1f} s" for m, s in r["import_detail"].items())
+        )
+        print(
+            "  slowest cells (seconds in the cell, of which tracing+lowering+compiling, compilations):"
+        )
         for s, j, n, first in sorted(r["cells"], key=lambda c: -c[0])[: args.top]:
             print(f"  {s:6.1f} s {j:6.1f} s {n:4d}  {(first or [''])[0][:60]}")
         print("  most compiled functions (compilations, XLA compile seconds):")

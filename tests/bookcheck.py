@@ -81,7 +81,9 @@ def should_output(cell: dict) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            name = (
+                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            )
             if name in {"print", "show", "display"}:
                 return True
     if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -119,7 +121,9 @@ def problems(nb: dict) -> list[str]:
                         f"{head}: raised {err['ename']}, which the prose after it does not name"
                     )
         elif errors:
-            found.append(f"{head}: unexpected {errors[0]['ename']}: {errors[0].get('evalue', '')[:200]}")
+            found.append(
+                f"{head}: unexpected {errors[0]['ename']}: {errors[0].get('evalue', '')[:200]}"
+            )
         for out in outputs:
             text = output_text(out)
             if out["output_type"] != "error" and "Traceback (most recent call last)" in text:
@@ -160,14 +164,22 @@ def comparable_outputs(nb: dict) -> list[tuple[str, dict]]:
             kind = out["output_type"]
             if kind == "stream":
                 text = out.get("text", "")
-                streams[out["name"]] = streams.get(out["name"], "") + ("".join(text) if isinstance(text, list) else text)
+                streams[out["name"]] = streams.get(out["name"], "") + (
+                    "".join(text) if isinstance(text, list) else text
+                )
             elif kind == "error":
                 shown.append(f"{out['ename']}: {out.get('evalue', '')}")
             elif "scrapbook" not in out.get("metadata", {}):
                 data = out.get("data", {})
                 if "image/png" in data:
                     png = data["image/png"]
-                    shown.append("<image " + hashlib.sha256(("".join(png) if isinstance(png, list) else png).encode()).hexdigest()[:16] + ">")
+                    shown.append(
+                        "<image "
+                        + hashlib.sha256(
+                            ("".join(png) if isinstance(png, list) else png).encode()
+                        ).hexdigest()[:16]
+                        + ">"
+                    )
                 else:
                     plain = data.get("text/plain", "")
                     shown.append("".join(plain) if isinstance(plain, list) else plain)
@@ -186,14 +198,18 @@ def output_differences(book_nb: dict, other_nb: dict) -> list[str]:
     other = [c for c in comparable_outputs(other_nb) if any(c[0] == b[0] for b in book)]
     found = []
     if [s for s, _ in book] != [s for s, _ in other]:
-        found.append(f"the cells differ: {len(book)} code cells in the book, {len(other)} matching in the other")
+        found.append(
+            f"the cells differ: {len(book)} code cells in the book, {len(other)} matching in the other"
+        )
     for i, ((src, a), (_, b)) in enumerate(zip(book, other)):
         if a != b:
             first = src.strip().splitlines()[0][:60] if src.strip() else ""
             ta, tb = json.dumps(a, ensure_ascii=False), json.dumps(b, ensure_ascii=False)
             at = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
             lo = max(0, at - 80)
-            found.append(f"cell {i} ({first!r}) differs at: ...{ta[lo:at + 120]!r} vs ...{tb[lo:at + 120]!r}")
+            found.append(
+                f"cell {i} ({first!r}) differs at: ...{ta[lo : at + 120]!r} vs ...{tb[lo : at + 120]!r}"
+            )
     return found
 
 
@@ -242,7 +258,8 @@ def cell_output(book, chapter: str, marker: str) -> str:
     """The printed output of the one code cell of ``chapter`` whose source contains
     ``marker`` (ANSI colours removed)."""
     cells = [
-        c for c in load(book.notebook(chapter))["cells"]
+        c
+        for c in load(book.notebook(chapter))["cells"]
         if c["cell_type"] == "code" and marker in source(c)
     ]
     assert len(cells) == 1, (chapter, marker, len(cells))

@@ -19,7 +19,6 @@ jax.config.update("jax_num_cpu_devices", 8)
 
 from bookcheck import ROOT, jupyter_book
 
-
 sys.path.insert(0, str(ROOT / "tools"))
 import jaxguide_toc  # noqa: E402  (tools/: the toc as Jupyter Book reads it)
 
@@ -58,7 +57,9 @@ def book(tmp_path_factory, request) -> BuiltBook:
     # The notebooks' run from a wheel (another execution of every chapter) starts now, so
     # that it overlaps the book's build: two executions of the book on one machine at
     # once, which must both pass (nothing may write to a shared, fixed path).
-    if any("wheel_notebooks" in getattr(item, "fixturenames", ()) for item in request.session.items):
+    if any(
+        "wheel_notebooks" in getattr(item, "fixturenames", ()) for item in request.session.items
+    ):
         _start_wheel_run(tmp_path_factory)
     out = tmp_path_factory.mktemp("book")
     start = time.perf_counter()
@@ -107,7 +108,7 @@ def uv() -> str:
 
 @dataclass
 class WheelRun:
-    executed: Path       # the executed notebooks, one per chapter
+    executed: Path  # the executed notebooks, one per chapter
     failures: list[str]  # "<chapter>: <end of its output>" for each notebook that failed
 
 
@@ -120,7 +121,9 @@ def _start_wheel_run(tmp_path_factory) -> None:
         import concurrent.futures
 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        _WHEEL_RUN["future"] = pool.submit(_run_notebooks_from_a_wheel, tmp_path_factory.mktemp("wheel"))
+        _WHEEL_RUN["future"] = pool.submit(
+            _run_notebooks_from_a_wheel, tmp_path_factory.mktemp("wheel")
+        )
         pool.shutdown(wait=False)
 
 
@@ -141,11 +144,27 @@ def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
     run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
     wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
     constraints = tmp / "constraints.txt"
-    constraints.write_text(run(uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT).stdout)
+    constraints.write_text(
+        run(
+            uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT
+        ).stdout
+    )
     venv = tmp / "venv"
     run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
     python = venv / "bin" / "python"
-    run(uv(), "pip", "install", "--quiet", "--python", str(python), "-c", str(constraints), str(wheel), "ipykernel", "nbclient")
+    run(
+        uv(),
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(python),
+        "-c",
+        str(constraints),
+        str(wheel),
+        "ipykernel",
+        "nbclient",
+    )
     work = tmp / "work"  # no repository paths: only the notebooks
     shutil.copytree(ROOT / "notebooks", work)
     executed = tmp / "executed"
@@ -163,8 +182,10 @@ def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
             nb = pending.pop(0)
             handles[nb.stem] = (logs / f"{nb.stem}.log").open("w")
             procs[nb.stem] = subprocess.Popen(
-                [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)], cwd=work,
-                stdout=handles[nb.stem], stderr=subprocess.STDOUT,
+                [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)],
+                cwd=work,
+                stdout=handles[nb.stem],
+                stderr=subprocess.STDOUT,
                 env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp)},
             )
         while True:  # wait for whichever finishes first
@@ -193,8 +214,12 @@ def pytest_terminal_summary(terminalreporter):
 
     # Time spent in the browser tests themselves (their "call" phases): the book build
     # they share with the other book tests is not counted.
-    calls = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
-             if getattr(r, "when", "") == "call" and "browser" in r.keywords]
+    calls = [
+        r
+        for key in ("passed", "failed")
+        for r in terminalreporter.stats.get(key, [])
+        if getattr(r, "when", "") == "call" and "browser" in r.keywords
+    ]
     data = json.loads(report.read_text())
     data["browser_tests"] = len(calls)
     data["browser_tests_seconds"] = round(sum(r.duration for r in calls), 1)
@@ -203,7 +228,8 @@ def pytest_terminal_summary(terminalreporter):
     heaviest = (
         f"heaviest chapter page: {data['heaviest_chapter']}.html, {data['heaviest_chapter_bytes']:,} bytes "
         "transferred (uncompressed, no cache)"
-        if data.get("heaviest_chapter") else "no chapter page weighed"
+        if data.get("heaviest_chapter")
+        else "no chapter page weighed"
     )
     terminalreporter.write_line(
         f"{data['browser_tests']} browser tests in {data['browser_tests_seconds']} s, "

@@ -4,7 +4,12 @@ from bookcheck import problems, should_output
 
 
 def code(src, outputs=(), tags=()):
-    return {"cell_type": "code", "source": src, "outputs": list(outputs), "metadata": {"tags": list(tags)}}
+    return {
+        "cell_type": "code",
+        "source": src,
+        "outputs": list(outputs),
+        "metadata": {"tags": list(tags)},
+    }
 
 
 def md(src):
@@ -16,7 +21,12 @@ def stream(text, name="stdout"):
 
 
 def error(ename):
-    return {"output_type": "error", "ename": ename, "evalue": "boom", "traceback": [f"{ename}: boom"]}
+    return {
+        "output_type": "error",
+        "ename": ename,
+        "evalue": "boom",
+        "traceback": [f"{ename}: boom"],
+    }
 
 
 def test_clean_notebook_has_no_problems():
@@ -25,13 +35,26 @@ def test_clean_notebook_has_no_problems():
 
 
 def test_unexpected_error_is_reported():
-    assert "unexpected ZeroDivisionError" in problems({"cells": [code("1/0", [error("ZeroDivisionError")])]})[0]
+    assert (
+        "unexpected ZeroDivisionError"
+        in problems({"cells": [code("1/0", [error("ZeroDivisionError")])]})[0]
+    )
 
 
 def test_tagged_cell_must_raise_the_error_the_prose_names():
-    ok = {"cells": [code("x[0] = 1", [error("TypeError")], ["raises-exception"]), md("This `TypeError` ...")]}
+    ok = {
+        "cells": [
+            code("x[0] = 1", [error("TypeError")], ["raises-exception"]),
+            md("This `TypeError` ..."),
+        ]
+    }
     assert problems(ok) == []
-    wrong = {"cells": [code("x[0] = 1", [error("TypeError")], ["raises-exception"]), md("A ValueError ...")]}
+    wrong = {
+        "cells": [
+            code("x[0] = 1", [error("TypeError")], ["raises-exception"]),
+            md("A ValueError ..."),
+        ]
+    }
     assert "does not name" in problems(wrong)[0]
     silent = {"cells": [code("x = 1", [], ["raises-exception"]), md("TypeError")]}
     assert "raised nothing" in problems(silent)[0]

@@ -48,7 +48,10 @@ RENDER_BLOCKING_BUDGET = 200_000
 CLS_LIMIT = 0.1
 # axe-core rules run on every page: its default WCAG 2 A/AA set plus the rule that a
 # control's accessible name contains its visible text (WCAG 2.5.3, which Lighthouse checks).
-AXE_OPTIONS = {"resultTypes": ["violations"], "rules": {"label-content-name-mismatch": {"enabled": True}}}
+AXE_OPTIONS = {
+    "resultTypes": ["violations"],
+    "rules": {"label-content-name-mismatch": {"enabled": True}},
+}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -83,8 +86,11 @@ def site(book):
 def browser():
     path = chromium_path()
     if path is None:
-        pytest.fail("no Chromium: install it with `make browser-deps` (Debian's chromium package), "
-                    "or set JAXGUIDE_CHROMIUM to its path.", pytrace=False)
+        pytest.fail(
+            "no Chromium: install it with `make browser-deps` (Debian's chromium package), "
+            "or set JAXGUIDE_CHROMIUM to its path.",
+            pytrace=False,
+        )
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -119,7 +125,7 @@ def _report() -> dict:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _axe_source() -> str:
     """axe-core, as the locked ``axe-playwright-python`` package ships it (axe.min.js)."""
     from importlib.resources import files
@@ -142,8 +148,10 @@ def axe_violations(page, impacts=("serious", "critical")) -> list[str]:
         if v["impact"] in impacts:
             node = v["nodes"][0]
             summary = " ".join((node.get("failureSummary") or "").split())[:300]
-            lines.append(f"axe {v['impact']} {v['id']} on {len(v['nodes'])} element(s), e.g. "
-                         f"{node['target']}: {summary}")
+            lines.append(
+                f"axe {v['impact']} {v['id']} on {len(v['nodes'])} element(s), e.g. "
+                f"{node['target']}: {summary}"
+            )
     return lines
 
 
@@ -204,7 +212,12 @@ def _new_page(browser, **options):
 
     page.route("**/*", route)
     page.add_init_script(PAINT_OBSERVERS)
-    page.on("console", lambda m: log["errors"].append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    page.on(
+        "console",
+        lambda m: (
+            log["errors"].append(f"console.{m.type}: {m.text}") if m.type == "error" else None
+        ),
+    )
     page.on("pageerror", lambda e: log["errors"].append(f"uncaught: {e}"))
     page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} ({r.failure})"))
     page.on("requestfinished", finished)
@@ -236,10 +249,12 @@ BROKEN_IMAGES = """async () => {
 }"""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(html_file: Path) -> frozenset[str]:
     soup = BeautifulSoup(html_file.read_text(encoding="utf-8"), "html.parser")
-    return frozenset([t["id"] for t in soup.select("[id]")] + [t["name"] for t in soup.select("a[name]")])
+    return frozenset(
+        [t["id"] for t in soup.select("[id]")] + [t["name"] for t in soup.select("a[name]")]
+    )
 
 
 def _broken_links(root: Path, site: str, hrefs: list[str]) -> list[str]:
@@ -253,21 +268,35 @@ def _broken_links(root: Path, site: str, hrefs: list[str]) -> list[str]:
             target = target / "index.html"
         if not target.is_file():
             broken.append(f"{href}: no such file")
-        elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _ids(target):
+        elif (
+            parts.fragment
+            and target.suffix == ".html"
+            and unquote(parts.fragment) not in _ids(target)
+        ):
             broken.append(f"{href}: no element with id {parts.fragment!r}")
     return broken
 
 
 def serve(directory: Path):
     """Serve ``directory`` on 127.0.0.1 (a free port); returns ``(base_url, server)``."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory))
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/", server
 
 
-def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
-                  budget: int = PAGE_BUDGET, blocking_budget: int = RENDER_BLOCKING_BUDGET,
-                  metrics: dict | None = None) -> tuple[list[str], int]:
+def page_problems(
+    browser,
+    base: str,
+    root: Path,
+    name: str,
+    *,
+    chapter: bool,
+    budget: int = PAGE_BUDGET,
+    blocking_budget: int = RENDER_BLOCKING_BUDGET,
+    metrics: dict | None = None,
+) -> tuple[list[str], int]:
     """Open ``name.html`` in a fresh context (empty cache); return what is wrong with
     it, and the bytes it transferred. Each problem is one line saying what and where.
     Every page: axe-core finds no serious or critical violation, images have a width and
@@ -289,23 +318,37 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
         metrics.update(paint)
     problems = list(log["errors"])
     problems += [f"request to another host: {u}" for u in log["external"]]
-    problems += [f"failed request: {u}" for u in log["failed"] if not any(u.startswith(x) for x in log["external"])]
+    problems += [
+        f"failed request: {u}"
+        for u in log["failed"]
+        if not any(u.startswith(x) for x in log["external"])
+    ]
     problems += [f"HTTP {s}: {u}" for u, s in log["status"].items() if s >= 400]
     problems += [f"image did not load: {u}" for u in broken_images]
     problems += [f"broken link {b}" for b in _broken_links(root, base, hrefs)]
     problems += accessibility
-    problems += [f"image without width and height (the page shifts as it loads): {u}"
-                 for u in paint["images_without_size"]]
+    problems += [
+        f"image without width and height (the page shifts as it loads): {u}"
+        for u in paint["images_without_size"]
+    ]
     if paint["cls"] >= CLS_LIMIT:
         problems.append(f"layout shift (CLS) {paint['cls']} is not under {CLS_LIMIT}")
     if paint["render_blocking_bytes"] > blocking_budget:
-        problems.append(f"{paint['render_blocking_bytes']:,} render-blocking bytes, more than the budget of "
-                        f"{blocking_budget:,}: {paint['render_blocking']}")
+        problems.append(
+            f"{paint['render_blocking_bytes']:,} render-blocking bytes, more than the budget of "
+            f"{blocking_budget:,}: {paint['render_blocking']}"
+        )
     size = sum(log["bytes"].values())
-    problems += [f"loads {u}" for u in log["bytes"] if "fontawesome.js" in u or "mathjax" in u.lower()]
+    problems += [
+        f"loads {u}" for u in log["bytes"] if "fontawesome.js" in u or "mathjax" in u.lower()
+    ]
     # The search index is for search.html alone (tools/jaxguide_site.py drops it elsewhere).
     if name != "search":
-        problems += [f"loads the search index: {u}" for u in log["bytes"] if urlsplit(u).path.endswith("/searchindex.js")]
+        problems += [
+            f"loads the search index: {u}"
+            for u in log["bytes"]
+            if urlsplit(u).path.endswith("/searchindex.js")
+        ]
     if chapter:
         if size > budget:
             problems.append(f"transfers {size:,} bytes, more than the budget of {budget:,}")
@@ -313,14 +356,18 @@ def page_problems(browser, base: str, root: Path, name: str, *, chapter: bool,
             problems.append(f"no code cells or no outputs: {cells}")
         if cells["hidden_inputs"] or cells["hidden_outputs"]:
             problems.append(f"invisible code cells or outputs: {cells}")
-        problems += [f"code line of at most 79 columns does not fit its box: {line!r}" for line in too_wide]
+        problems += [
+            f"code line of at most 79 columns does not fit its box: {line!r}" for line in too_wide
+        ]
     return problems, size
 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_in_the_browser(browser, site, book, name):
     metrics: dict = {}
-    problems, size = page_problems(browser, site, book.html, name, chapter=name in CHAPTERS, metrics=metrics)
+    problems, size = page_problems(
+        browser, site, book.html, name, chapter=name in CHAPTERS, metrics=metrics
+    )
     _VISITS.setdefault(name, {}).update(bytes=size, metrics=metrics)
     assert problems == []
 
@@ -343,12 +390,16 @@ BAD_PAGE = """<!doctype html><html><head><title>bad</title><link rel="stylesheet
 def test_page_checks_catch_planted_problems(browser, tmp_path):
     """Every check above fails on a page that has the problem it looks for."""
     (tmp_path / "bad.html").write_text(BAD_PAGE)
-    (tmp_path / "good.html").write_text("<!doctype html><html lang='en'><title>good</title><main><p id='top'>ok</p></main>")
+    (tmp_path / "good.html").write_text(
+        "<!doctype html><html lang='en'><title>good</title><main><p id='top'>ok</p></main>"
+    )
     (tmp_path / "searchindex.js").write_text("Search = {};")
     (tmp_path / "big.css").write_text("/* planted */ p { margin: 0 }\n" + "/* padding */\n" * 2000)
     base, server = serve(tmp_path)
     try:
-        problems, _ = page_problems(browser, base, tmp_path, "bad", chapter=True, budget=100, blocking_budget=10_000)
+        problems, _ = page_problems(
+            browser, base, tmp_path, "bad", chapter=True, budget=100, blocking_budget=10_000
+        )
         clean, _ = page_problems(browser, base, tmp_path, "good", chapter=False)
     finally:
         server.shutdown()
@@ -381,7 +432,9 @@ def test_search_finds_shard_map(browser, site):
         page.keyboard.press("Enter")
         page.wait_for_url("**/search.html?q=shard_map*", timeout=10_000)
         page.wait_for_selector("ul.search li a", timeout=20_000)
-        hits = page.eval_on_selector_all("ul.search li a", "links => links.map(a => a.getAttribute('href'))")
+        hits = page.eval_on_selector_all(
+            "ul.search li a", "links => links.map(a => a.getAttribute('href'))"
+        )
     finally:
         context.close()
     assert any(h.split("#")[0].split("?")[0] == "shard_map.html" for h in hits), hits
@@ -405,7 +458,9 @@ def test_colab_button_opens_the_chapter_notebook(browser, site):
 
 
 def test_dark_mode_switch_and_screenshots(browser, site):
-    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900}, color_scheme="light")
+    context, page, log = _new_page(
+        browser, viewport={"width": 1280, "height": 900}, color_scheme="light"
+    )
     try:
         page.goto(site + "training.html", wait_until="networkidle")
         theme = lambda: page.evaluate("document.documentElement.dataset.theme")  # noqa: E731
@@ -417,7 +472,7 @@ def test_dark_mode_switch_and_screenshots(browser, site):
         page.wait_for_function("document.documentElement.dataset.theme === 'dark'", timeout=5_000)
         assert background() != light_bg
         page.screenshot(path=str(OUT / "training-dark.png"))
-        page.goto(site + "sharding.html", wait_until="networkidle")   # the choice is remembered
+        page.goto(site + "sharding.html", wait_until="networkidle")  # the choice is remembered
         assert theme() == "dark"
         page.screenshot(path=str(OUT / "sharding-dark.png"))
     finally:
@@ -426,8 +481,9 @@ def test_dark_mode_switch_and_screenshots(browser, site):
 
 
 def test_phone_width(browser, site):
-    context, page, log = _new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True,
-                                   device_scale_factor=2)
+    context, page, log = _new_page(
+        browser, viewport={"width": 390, "height": 844}, is_mobile=True, device_scale_factor=2
+    )
     try:
         for name in ("index", "sharding"):
             page.goto(site + f"{name}.html", wait_until="networkidle")
@@ -461,7 +517,9 @@ def test_copy_buttons_copy_the_code(browser, site):
 def test_navigation_opens_on_narrow_screens(browser, site, width):
     """Below 992 px the chapter list and the page contents open from the visible header
     buttons, and a link in each leads where it says."""
-    context, page, log = _new_page(browser, viewport={"width": width, "height": 900}, is_mobile=width < 500)
+    context, page, log = _new_page(
+        browser, viewport={"width": width, "height": 900}, is_mobile=width < 500
+    )
     try:
         page.goto(site + "sharding.html", wait_until="networkidle")
         # The chapter list: the visible menu button opens it; a chapter link navigates.
@@ -492,7 +550,9 @@ def test_wide_tables_and_outputs_scroll_inside_their_box(browser, site):
     try:
         for name in ("migration", "numpy", "transforms"):
             page.goto(site + f"{name}.html", wait_until="networkidle")
-            assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1, name
+            assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1, (
+                name
+            )
             styles = page.evaluate("""() => [...document.querySelectorAll('div.cell_output pre')]
                 .map(p => getComputedStyle(p).whiteSpace)""")
             assert styles and set(styles) == {"pre"}, (name, set(styles))
@@ -536,13 +596,17 @@ def test_desktop_shows_book_title_and_one_search(browser, site):
         header = page.locator("header.bd-header")
         assert header.count() == 0 or not header.first.is_visible(), "a top bar is drawn"
         # The theme scrolls the sidebar to the current chapter: back to its top.
-        page.evaluate("document.querySelectorAll('.bd-sidebar-primary, .bd-sidebar-primary *')"
-                      ".forEach(e => { e.scrollTop = 0; })")
+        page.evaluate(
+            "document.querySelectorAll('.bd-sidebar-primary, .bd-sidebar-primary *')"
+            ".forEach(e => { e.scrollTop = 0; })"
+        )
         title = page.locator(".bd-sidebar-primary .navbar-brand").first
         assert title.is_visible()
         box = title.bounding_box()
-        top = page.evaluate("document.elementFromPoint(%f, %f).closest('.navbar-brand') !== null"
-                            % (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2))
+        top = page.evaluate(
+            "document.elementFromPoint(%f, %f).closest('.navbar-brand') !== null"
+            % (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        )
         assert top, "something covers the book title"
         assert box["y"] < 100, box
         page.screenshot(path=str(OUT / "sharding-desktop.png"))
@@ -556,8 +620,10 @@ def test_desktop_shows_book_title_and_one_search(browser, site):
     assert log["errors"] == []
 
 
-@pytest.mark.parametrize("term, chapter", [("vmap", "transforms"), ("shard_map", "shard_map"),
-                                           ("jax.shard_map", "shard_map")])
+@pytest.mark.parametrize(
+    "term, chapter",
+    [("vmap", "transforms"), ("shard_map", "shard_map"), ("jax.shard_map", "shard_map")],
+)
 def test_search_lists_the_teaching_chapter_first(browser, site, term, chapter):
     """A search for a JAX function lists the chapter that teaches it first, with a
     snippet of the page's text that contains the term (not the page's buttons or title)."""
@@ -604,7 +670,9 @@ def test_chapters_and_sections_are_numbered(browser, site):
 def test_no_serious_accessibility_violation_in_dark_mode(browser, site, name):
     """axe-core in dark mode (light mode runs on every page above): colours of text,
     code and outputs keep their contrast."""
-    context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    context, page, log = _new_page(
+        browser, viewport={"width": 1280, "height": 900}, color_scheme="dark"
+    )
     try:
         page.goto(site + f"{name}.html", wait_until="networkidle")
         assert page.evaluate("document.documentElement.dataset.theme") == "dark"

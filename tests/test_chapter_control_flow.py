@@ -30,9 +30,18 @@ def test_control_flow_compile_times(book):
     larger = "compilation" if py[-1] > py_t[-1] else "tracing"
     assert g["py_larger_stage"] == larger
     text = page_text(book, "control_flow")
-    for key in ("py_compile_10", "py_compile_max", "fl_compile_min", "fl_compile_maxn",
-                "fl_compile_max", "py_trace_10", "py_trace_max", "fl_trace_max", "py_larger_stage",
-                "py_trace_change"):
+    for key in (
+        "py_compile_10",
+        "py_compile_max",
+        "fl_compile_min",
+        "fl_compile_maxn",
+        "fl_compile_max",
+        "py_trace_10",
+        "py_trace_max",
+        "fl_trace_max",
+        "py_larger_stage",
+        "py_trace_change",
+    ):
         assert g[key] in text
     # The table prints both stages for both loops.
     assert "Python loop lax.fori_loop n trace compile trace compile" in text

@@ -35,9 +35,13 @@ ROWS = {
     "flax.training.train_state.TrainState": ("Flax linen `TrainState`", "works"),
 }
 # What a probe's printed result means.
-MEANING = {"works": "works", "deprecated: runs, but warns": "deprecated",
-           "fails: AttributeError": "removed", "fails: ModuleNotFoundError": "removed",
-           "fails: TypeError": "changed"}
+MEANING = {
+    "works": "works",
+    "deprecated: runs, but warns": "deprecated",
+    "fails: AttributeError": "removed",
+    "fails: ModuleNotFoundError": "removed",
+    "fails: TypeError": "changed",
+}
 
 
 def cells(book):
@@ -72,16 +76,27 @@ def test_status_column_is_what_the_old_calls_do(book):
     for probe, (row_start, status) in ROWS.items():
         assert MEANING[found[probe]] == status, (probe, found[probe])
         # The table row says the same, in its status column.
-        matching = [s for text, (_, s) in rows.items() if text.startswith(row_start.replace("`", ""))]
+        matching = [
+            s for text, (_, s) in rows.items() if text.startswith(row_start.replace("`", ""))
+        ]
         assert matching, row_start
-        assert status in matching[0].lower() or (status == "removed" and "removed" in matching[0]), (row_start, matching[0])
+        assert status in matching[0].lower() or (
+            status == "removed" and "removed" in matching[0]
+        ), (row_start, matching[0])
     assert found["jax.random.PRNGKey(0)"] == "works"
 
 
 def test_required_rows_are_in_the_table(book):
     text = " ".join(table(book))
-    for old in ("jax.pmap", "Flax linen", "pickle", "mesh_utils.create_device_mesh", "xla_force_host_platform_device_count",
-                "host_callback", "jax.make_mesh(shape, names)"):
+    for old in (
+        "jax.pmap",
+        "Flax linen",
+        "pickle",
+        "mesh_utils.create_device_mesh",
+        "xla_force_host_platform_device_count",
+        "host_callback",
+        "jax.make_mesh(shape, names)",
+    ):
         assert old in text, old
 
 
@@ -97,7 +112,7 @@ def test_old_calls_ran_and_failed_as_the_prose_says(book):
         "with mesh:\n        pass": "DeprecationWarning",
         "jax.tree_map(": "AttributeError",
         'jax.config.update("jax_num_cpu_devices", 4)': "RuntimeError",
-        "explicit = jax.make_mesh((8,), (\"x\",))": "ValueError",
+        'explicit = jax.make_mesh((8,), ("x",))': "ValueError",
     }
     for call, ename in by_call.items():
         hits = [e for src, e in errors.items() if call in src]
@@ -107,14 +122,27 @@ def test_old_calls_ran_and_failed_as_the_prose_says(book):
 
 def test_replacements_run_and_agree(book):
     text = page_text(book, "migration")
-    for new in ("jax.Array", "NamedSharding", "jax.shard_map", "jax.tree.map", "jax.set_mesh", "jax.random.key"):
+    for new in (
+        "jax.Array",
+        "NamedSharding",
+        "jax.shard_map",
+        "jax.tree.map",
+        "jax.set_mesh",
+        "jax.random.key",
+    ):
         assert new in text
     # pmap, shard_map and jit with shardings gave the same array; pmap is built on shard_map.
-    assert re.search(r"pmap P\('i',\) rows 0-1: (\[.*?\]\]) shard_map P\('x',\) rows 0-1: \1 jit P\('x',\) rows 0-1: \1", text)
+    assert re.search(
+        r"pmap P\('i',\) rows 0-1: (\[.*?\]\]) shard_map P\('x',\) rows 0-1: \1 jit P\('x',\) rows 0-1: \1",
+        text,
+    )
     assert "shard_map[" in text and "psum[axes=('i',)" in text
     # Both ways of asking for CPU devices gave 4 in a fresh process.
-    assert "XLA_FLAGS before start: device count 4" in text and "jax_num_cpu_devices config: device count 4" in text
-    assert "XLA_FLAGS after start: device count 1" in text        # ignored without a word
+    assert (
+        "XLA_FLAGS before start: device count 4" in text
+        and "jax_num_cpu_devices config: device count 4" in text
+    )
+    assert "XLA_FLAGS after start: device count 1" in text  # ignored without a word
     assert "its warnings (stderr): none" in text
     assert "key + 1: TypeError: add does not accept dtypes key<fry>" in text
     # Formatted shardings, not raw reprs.
@@ -122,11 +150,17 @@ def test_replacements_run_and_agree(book):
     # pmean became a psum followed by a division, inside a jit.
     assert re.search(r"= div \w+ 8", text) and re.search(r"= (p?jit)\[", text)
     # pmap's jaxpr: a shard_map whose per-device block [1,4] is squeezed, pmean as psum.
-    assert re.search(r"jaxpr=\{ lambda ; \w+:f32\[1,4\]\. let", text) and "squeeze[dimensions=(0,)]" in text
+    assert (
+        re.search(r"jaxpr=\{ lambda ; \w+:f32\[1,4\]\. let", text)
+        and "squeeze[dimensions=(0,)]" in text
+    )
     # make_mesh now defaults to Explicit; Mesh(create_device_mesh) is Auto.
     assert "jax.make_mesh(...) axis types: (Explicit, Explicit)" in text
     assert "Mesh(create_device_mesh(...)) axis types: (Auto, Auto)" in text
-    assert "explicit mesh, sharded input: float32[16@x]" in text and "Auto mesh, plain input: total 120" in text
+    assert (
+        "explicit mesh, sharded input: float32[16@x]" in text
+        and "Auto mesh, plain input: total 120" in text
+    )
     # host callback, linen vs NNX (same losses), pickle vs orbax.
     assert "host sees [0. 2. 4.]" in text and "result [1. 2. 3.]" in text
     linen = re.search(r"linen \+ TrainState: loss (\S+) -> (\S+)", text)
@@ -146,4 +180,4 @@ def test_outputs_read_well_and_show_no_machine_paths(book):
             shown = output_text(o)
             assert not machine_path.search(shown), shown
             assert "Array(" not in shown and "PjitFunction" not in shown, shown
-            assert not re.search(r"\d\.\d{9,}", shown), shown      # no 17-digit floats
+            assert not re.search(r"\d\.\d{9,}", shown), shown  # no 17-digit floats

@@ -29,27 +29,46 @@ def test_multiprocess(book):
         assert f"── process {p} (exit 0) ── process {p} of 2 local devices: {devices}" in text
     expected = np.arange(8.0).sum() + (np.arange(8.0) + 100).sum()
     assert g["global_sum"] == f"{expected:g}"
-    assert text.count(f"shard_map psum: {expected}") >= 2 and text.count(f"jit sum: {expected}") >= 2
+    assert (
+        text.count(f"shard_map psum: {expected}") >= 2 and text.count(f"jit sum: {expected}") >= 2
+    )
     assert text.count("process_allgather: [[0, 0], [1, 10]]") >= 2
     # A process cannot read a global array's remote shards: the error is printed by both.
-    assert text.count("np.asarray(x): RuntimeError: Fetching value for `jax.Array` that spans non-addressable") >= 2
+    assert (
+        text.count(
+            "np.asarray(x): RuntimeError: Fetching value for `jax.Array` that spans non-addressable"
+        )
+        >= 2
+    )
     # The training run across processes matched the single-process one, asserted on the page.
-    assert re.search(r"two processes x 4 devices vs one process: largest loss difference over 100 steps (\S+) \(tolerance 1e-05\)", text)
+    assert re.search(
+        r"two processes x 4 devices vs one process: largest loss difference over 100 steps (\S+) \(tolerance 1e-05\)",
+        text,
+    )
     assert float(g["mp_worst"]) <= 1e-5
     for p in (0, 1):
         assert f"process {p}: step 100, loss" in text
     # Gloo's connections, read from process 0's stderr: its 4 devices each reach the 7 others.
     for rank in range(4):
         assert f"Rank {rank} is connected to 7 peer ranks" in text
-    assert "Rank 4 is connected" not in text       # process 1's ranks are not in process 0's log
+    assert "Rank 4 is connected" not in text  # process 1's ranks are not in process 0's log
     # process_allgather's groups of two (one device per process): process 0's is rank 0.
     assert "Rank 0 is connected to 1 peer ranks" in text
     assert "Rank 1 is connected to 1 peer" not in text
     # The compiled sum's collectives, from both processes: one 4-byte all-reduce over 8 devices.
-    assert len(re.findall(r"collective operands \(per device\) bytes group all-reduce f32\[\] 4 B 8 ", text)) >= 2
+    assert (
+        len(
+            re.findall(
+                r"collective operands \(per device\) bytes group all-reduce f32\[\] 4 B 8 ", text
+            )
+        )
+        >= 2
+    )
     # The compiled training step: one all-reduce of the gradients plus the loss.
-    steps = re.findall(r"step program: \{'all-reduce': 1\}, (\d+) bytes per device; gradients: (\d+) bytes", text)
-    sizes = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)      # the MLP (2, 64, 64, 3)
+    steps = re.findall(
+        r"step program: \{'all-reduce': 1\}, (\d+) bytes per device; gradients: (\d+) bytes", text
+    )
+    sizes = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)  # the MLP (2, 64, 64, 3)
     assert len(steps) == 2 and all(s == (str(4 * sizes + 4), str(4 * sizes)) for s in steps), steps
     # The exercise's four-process run.
     assert "all 4 processes: global sum 4912.0" in text
@@ -71,18 +90,28 @@ def test_fate_sharing_through_heartbeats(book):
     """Process 1 was killed; process 0 was brought down by the coordination service
     (not by the launcher, which was told not to intervene), soon after."""
     text = page_text(book, "multiprocess")
-    assert "── process 0 (killed by SIGABRT) ── process 0: joined a system of 4 devices process 0: working for 60 s ..." in text
+    assert (
+        "── process 0 (killed by SIGABRT) ── process 0: joined a system of 4 devices process 0: working for 60 s ..."
+        in text
+    )
     assert "── process 1 (killed by SIGKILL) ──" in text
     assert "process 0: finished" not in text
-    assert "heartbeat_timeout_seconds 100 s by default" in text and "initialization_timeout 300 s by default" in text
+    assert (
+        "heartbeat_timeout_seconds 100 s by default" in text
+        and "initialization_timeout 300 s by default" in text
+    )
     assert "Terminating process because the JAX distributed service detected fatal errors" in text
     assert "The following tasks are unhealthy (stopped sending heartbeats): 1" in text
-    printed = re.search(r"process 0 ended (\d+\.\d) s after process 1 \(heartbeat timeout: 5 s\)", text)
+    printed = re.search(
+        r"process 0 ended (\d+\.\d) s after process 1 \(heartbeat timeout: 5 s\)", text
+    )
     assert printed, "the measured lag is not on the page"
     seconds = float(printed[1])
-    assert 2 <= seconds < 60, seconds          # about the heartbeat timeout, far from forever
+    assert 2 <= seconds < 60, seconds  # about the heartbeat timeout, far from forever
     glued_lag = glued(book, "multiprocess")["heartbeat_lag"]
-    assert glued_lag.endswith(" s") and abs(float(glued_lag.split()[0]) - seconds) <= 0.55, glued_lag
+    assert glued_lag.endswith(" s") and abs(float(glued_lag.split()[0]) - seconds) <= 0.55, (
+        glued_lag
+    )
     # The false claim of old must not come back.
     assert "wait forever in" not in text and "others wait forever" not in text
 
@@ -91,7 +120,10 @@ def test_launcher_failures_and_no_machine_paths(book):
     text = page_text(book, "multiprocess")
     # The launcher's three failure paths, each a LaunchError the prose names.
     assert "process 1 of 2 exited with code 1" in text
-    assert 'File "fail_early.py", line 6, in <module> raise FileNotFoundError("data/shard-1.npz") FileNotFoundError: data/shard-1.npz' in text
+    assert (
+        'File "fail_early.py", line 6, in <module> raise FileNotFoundError("data/shard-1.npz") FileNotFoundError: data/shard-1.npz'
+        in text
+    )
     assert "timed out after 3 s" in text
     assert "is already in use" in text
     # No output shows where the build ran: no absolute path, no runner frame.

@@ -13,6 +13,7 @@ from bookcheck import VERDICT, cell_output, glued, load, page_text, seconds, sou
 
 pytestmark = pytest.mark.book
 
+
 def test_formatted_outputs(book):
     text = page_text(book, "numpy")
     for raw in ("Array(", "ArrayImpl", "weak_type=True)", "e-01", "e+00"):
@@ -125,11 +126,7 @@ def test_page_shape(book):
     assert len(solutions) >= 2
     assert all("dropdown" in s.get("class", []) for s in solutions)
     nb = load(book.notebook("numpy"))
-    asserting = [
-        c
-        for c in nb["cells"]
-        if c["cell_type"] == "code" and "assert " in source(c)
-    ]
+    asserting = [c for c in nb["cells"] if c["cell_type"] == "code" and "assert " in source(c)]
     assert len(asserting) >= 2
 
 

@@ -60,7 +60,10 @@ def test_pmap_jaxprs_and_programs(book):
     pj = between(text, "--- pmap(jit)", "Read the indentation")
     assert pj.count("jit[") == 2 and pj.index("shard_map[") < pj.rindex("jit[")
     # ... and the three pmap variants compile to the same work, with no collective.
-    rows = re.findall(r"(pmap|jit\(pmap\)|pmap\(jit\)) +([\d.]+) MFLOP per device, fusions: (\d+), collectives: (\d+)", text)
+    rows = re.findall(
+        r"(pmap|jit\(pmap\)|pmap\(jit\)) +([\d.]+) MFLOP per device, fusions: (\d+), collectives: (\d+)",
+        text,
+    )
     assert [r[0] for r in rows] == ["pmap", "jit(pmap)", "pmap(jit)"], rows
     assert len({r[1:] for r in rows}) == 1 and rows[0][3] == "0", rows
     assert abs(float(rows[0][1]) - 2 * 256**3 / 1e6) < 0.2, rows  # one 256x256 matmul
@@ -77,7 +80,9 @@ def test_pmap_timings_glued(book):
     assert "the input, stack, is on device [0]" in text
     assert g["pmap_cores"] >= 1 and re.search(rf"this machine.s {g['pmap_cores']} CPU cores", text)
     assert len(images(book, "pmap")) >= 2  # sharding picture + timing chart
-    assert all(len(img.get("alt", "")) > 30 for img in images(book, "pmap")), "every figure has a real alt text"
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "pmap")), (
+        "every figure has a real alt text"
+    )
 
 
 def test_pmap_shard_map_rewrite(book):

@@ -21,7 +21,7 @@ def test_random(book):
     for name, mean in expected.items():
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
     text = page_text(book, "random")
-    assert "correlation: 1.0000" in text      # the key-reuse bug, shown
+    assert "correlation: 1.0000" in text  # the key-reuse bug, shown
     assert "key<fry>" in text and "uint32 (2,)" in text
     assert "is a typed key? True False" in text
     corr = float(re.search(r"2-D normal: sample correlation (-?[\d.]+)", text).group(1))
@@ -37,7 +37,9 @@ def test_random_key_reuse_checker(book):
     nb = json.loads(book.notebook("random").read_text())
     cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
     raised = [
-        (i, o) for i, c in enumerate(cells) for o in c.get("outputs", [])
+        (i, o)
+        for i, c in enumerate(cells)
+        for o in c.get("outputs", [])
         if o["output_type"] == "error"
     ]
     # Arithmetic on a typed key, then the reuse checker.

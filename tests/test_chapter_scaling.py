@@ -96,7 +96,7 @@ def test_scaling(book):
     per = batch // devices_data * seq * width * 4
     assert g["tp_block_bytes"] == f"{per:,}"
     assert g["tp_act_bytes"] == f"{6 * layers * per:,}"
-    listing = text[text.index("kind over pass in operands bytes"):]
+    listing = text[text.index("kind over pass in operands bytes") :]
     listing = listing[: listing.index("No weight moves")]
     fwd = re.findall(r"all-reduce model forward (\w+) (\d+) x 8x32x64", listing)
     bwd = re.findall(r"all-reduce model backward (\w+) (\d+) x 8x32x64", listing)
@@ -127,8 +127,10 @@ def test_scaling(book):
     permutes = re.findall(r"collective-permute, (forward|backward), \((\d+), (\d+)\)", text)
     assert "4 x collective-permute over pairs" in text
     assert sorted(permutes) == [
-        ("backward", "32", "64"), ("backward", "64", "32"),
-        ("forward", "16", "64"), ("forward", "64", "16"),
+        ("backward", "32", "64"),
+        ("backward", "64", "32"),
+        ("forward", "16", "64"),
+        ("forward", "64", "16"),
     ], permutes
     # The exercise: the same formula on the 4 x 2 mesh.
     per42 = batch // 4 * seq * width * 4
@@ -143,10 +145,7 @@ def test_scaling(book):
     assert "W_up float32[64@(data,model),256]" in text
     assert "ShardingTypeError" in text
     # ...and the gathers written with jax.reshard are in the compiled program.
-    assert (
-        "collectives in the compiled step: "
-        f"{n_arrays} all-gather, 1 all-reduce" in text
-    )
+    assert f"collectives in the compiled step: {n_arrays} all-gather, 1 all-reduce" in text
 
     # Roofline: a prediction per strategy, and the glued winners are strategies.
     assert text.count("predicted µs per step on a TPU v5e per device") == 2
@@ -155,7 +154,7 @@ def test_scaling(book):
     assert int(g["grow"]) > 50
     # The roofline's communication time is the table's `sent` bytes over one
     # link's one-way bandwidth (4.5e10 B/s), strategy by strategy.
-    now = text[text.index("this size: predicted"):text.index("100x: predicted")]
+    now = text[text.index("this size: predicted") : text.index("100x: predicted")]
     for name in STRATEGIES:
         m = re.search(
             re.escape(name) + r" ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+) (memory|comm)",

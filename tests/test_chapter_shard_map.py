@@ -14,25 +14,33 @@ pytestmark = pytest.mark.book
 
 def test_shard_map_basics(book):
     text = page_text(book, "shard_map")
-    assert "inside, while tracing: block shape (2,)" in text and "block type float32[2]{V:x}" in text and "outside: global shape (16,)" in text
+    assert (
+        "inside, while tracing: block shape (2,)" in text
+        and "block type float32[2]{V:x}" in text
+        and "outside: global shape (16,)" in text
+    )
     for d in range(8):
         assert f"device {d} holds [{2 * d}. {2 * d + 1}.]" in text
     assert "while tracing: float32[]{V:x} -> float32[]" in text  # psum removes the variance
-    assert "psum: 120.0" in text                         # sum(range(16)), replicated
+    assert "psum: 120.0" in text  # sum(range(16)), replicated
     assert "does not match the specs of the input" in text  # Explicit-mesh trap
-    assert "could not infer replication" in text          # check_vma
+    assert "could not infer replication" in text  # check_vma
     # The error names the reader's function, not an internal wrapper.
     assert "applied to the function 'local_sum'" in text and "_rem_singleton" not in text
     # ... and without the check, one device's partial sum (0 + 1) comes back silently.
     assert "check_vma=False returns 1.0; the total is 120.0" in text
-    assert len(images(book, "shard_map")) >= 2            # W's sharding + the ring picture
-    assert all(len(img.get("alt", "")) > 30 for img in images(book, "shard_map")), "every figure has a real alt text"
+    assert len(images(book, "shard_map")) >= 2  # W's sharding + the ring picture
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "shard_map")), (
+        "every figure has a real alt text"
+    )
 
 
 def test_shard_map_three_ways(book):
     text = page_text(book, "shard_map")
     g = glued(book, "shard_map")
-    results = re.findall(r"(automatic|semi-automatic|manual) +equal to the reference: max \|diff\| = (\S+)", text)
+    results = re.findall(
+        r"(automatic|semi-automatic|manual) +equal to the reference: max \|diff\| = (\S+)", text
+    )
     assert [r[0] for r in results] == ["automatic", "semi-automatic", "manual"], results
     assert all(float(r[1]) < 1e-5 for r in results), results
     # Notation with the prose's letters.

@@ -15,12 +15,22 @@ pytestmark = pytest.mark.book
 def test_sharding_layouts(book):
     text = page_text(book, "sharding")
     # Every layout the prose names is printed, with the book's notation and JAX's text view.
-    for name in ("A[I_x, J]", "A[I, J_y]", "A[I_x, J_y]", "A[I, J]", "s[J_y]", "B[I, J_y]", "B[I_x, J_y]"):
+    for name in (
+        "A[I_x, J]",
+        "A[I, J_y]",
+        "A[I_x, J_y]",
+        "A[I, J]",
+        "s[J_y]",
+        "B[I, J_y]",
+        "B[I_x, J_y]",
+    ):
         assert name in text, name
     assert "s[I_y]" not in text  # the output agrees with the prose's letters
     assert text.count("CPU 0,1,2,3,4,5,6,7") >= 1 and "CPU 0,2,4,6" in text
     assert len(images(book, "sharding")) >= 6
-    assert all(len(img.get("alt", "")) > 30 for img in images(book, "sharding")), "every figure has a real alt text"
+    assert all(len(img.get("alt", "")) > 30 for img in images(book, "sharding")), (
+        "every figure has a real alt text"
+    )
     assert "<Axes" not in text  # show() leaves no object repr behind
     assert "How to Scale Your Model" in text
     assert "default axis types: (Explicit, Explicit)" in text
@@ -43,8 +53,13 @@ def test_sharding_collectives(book):
     # in_shardings A[I_x, J] -> out_shardings A[I, J_y]: the same all-gather.
     assert text.count("all-gather f32[2,4] 32 B 4") == 2
     # cos on 2048x2048 float32: read + write; one eighth per device when sharded.
-    assert re.search(r"1 device A\[I, J\] \(one device\) bytes accessed per device: 32\.0 MiB, collectives: 0", text)
-    assert re.search(r"8 devices A\[I_x, J_y\] bytes accessed per device: 4\.0 MiB, collectives: 0", text)
+    assert re.search(
+        r"1 device A\[I, J\] \(one device\) bytes accessed per device: 32\.0 MiB, collectives: 0",
+        text,
+    )
+    assert re.search(
+        r"8 devices A\[I_x, J_y\] bytes accessed per device: 4\.0 MiB, collectives: 0", text
+    )
 
 
 def test_sharding_matmul_cases(book):
@@ -53,8 +68,14 @@ def test_sharding_matmul_cases(book):
     # J whole on both: nothing; J split on both: all-reduce of the 8x8 partial sums
     # over x; J split on B only: all-gather of B's 2x8 row blocks over x.
     assert "A[I_x, J] @ B[J, K_y] -> C[I_x, K_y] nothing sent" in text
-    assert "A[I, J_x] @ B[J_x, K] -> C[I, K] all-reduce of f32[8,8] (256 B per device) over 4 devices" in text
-    assert "A[I_x, J] @ B[J_x, K] -> C[I_x, K] all-gather of f32[2,8] (64 B per device) over 4 devices" in text
+    assert (
+        "A[I, J_x] @ B[J_x, K] -> C[I, K] all-reduce of f32[8,8] (256 B per device) over 4 devices"
+        in text
+    )
+    assert (
+        "A[I_x, J] @ B[J_x, K] -> C[I_x, K] all-gather of f32[2,8] (64 B per device) over 4 devices"
+        in text
+    )
     assert (g["mm_ar_bytes"], g["mm_ag_bytes"]) == (8 * 8 * 4, 2 * 8 * 4)
     # Explicit out_sharding: the price of C[I_x, K] (gather eb.T's blocks along x,
     # reduce the y halves along y).

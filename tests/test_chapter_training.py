@@ -27,7 +27,10 @@ def test_training(book):
     assert g["n_params"] == f"{n_params:,}"
     # SGD and AdamW are compared at the same number of steps, both printed.
     assert g["steps_cmp"] == "600"
-    m = re.search(r"after 600 steps each: test accuracy SGD (\d\.\d+), AdamW (\d\.\d+); test loss SGD (\d\.\d+), AdamW (\d\.\d+)", text)
+    m = re.search(
+        r"after 600 steps each: test accuracy SGD (\d\.\d+), AdamW (\d\.\d+); test loss SGD (\d\.\d+), AdamW (\d\.\d+)",
+        text,
+    )
     assert m, "equal-step comparison line missing"
     assert f"{float(m[1]):.1%}" == g["acc_sgd"] and f"{float(m[2]):.1%}" == g["acc_adamw"]
     assert (m[3], m[4]) == (g["loss_sgd"], g["loss_adamw"])
@@ -35,14 +38,19 @@ def test_training(book):
     assert g["loss_verdict"] == lower and lower in text
     assert "test accuracy after 600 SGD steps" in text
     # Progress lines were printed while training ran.
-    assert len(re.findall(r"step +\d+/600 +loss \d\.\d+ +test accuracy \d\.\d+ +test loss", text)) == 5
+    assert (
+        len(re.findall(r"step +\d+/600 +loss \d\.\d+ +test accuracy \d\.\d+ +test loss", text)) == 5
+    )
     # NNX modes: dropout random in train mode, fixed in eval; BatchNorm statistics.
     assert "train mode, two calls: False" in text and "eval mode, two calls: True" in text
     assert "running mean unchanged by an eval call: True" in text
     assert "running mean moved by a train call: True" in text
     # The NNX model went through orbax and came back equal.
     assert "saved: nnx-model/600" in text
-    assert "abstract first kernel: a Param holding ShapeDtypeStruct(shape=(2, 64), dtype=float32)" in text
+    assert (
+        "abstract first kernel: a Param holding ShapeDtypeStruct(shape=(2, 64), dtype=float32)"
+        in text
+    )
     assert re.search(r"restored step 600: all \d+ state arrays equal, eval outputs identical", text)
     # Dropout and BatchNorm make a measured difference on the harder data, and the
     # glued numbers are the table's.
@@ -51,13 +59,13 @@ def test_training(book):
     assert f"{float(rows['dropout 0.0']):.1%}" == g["drop_off"]
     assert f"{float(rows['dropout 0.3']):.1%}" == g["drop_on"]
     assert pct(g["drop_on"]) - pct(g["drop_off"]) >= 0.03, (g["drop_off"], g["drop_on"])
-    assert pct(g["drop_on_train"]) < pct(g["drop_off_train"])    # memorised less
-    assert pct(g["drop_off_train"]) > 0.85          # fits more than the 80% right labels
+    assert pct(g["drop_on_train"]) < pct(g["drop_off_train"])  # memorised less
+    assert pct(g["drop_off_train"]) > 0.85  # fits more than the 80% right labels
     # Memorising is shown: the share of wrong labels reproduced, glued from the table.
     fitted = dict(re.findall(r"(dropout 0\.[03]) +\d\.\d+ +\d\.\d+ +(\d\.\d+)", text))
     assert f"{float(fitted['dropout 0.0']):.1%}" == g["drop_off_wrong"]
     assert f"{float(fitted['dropout 0.3']):.1%}" == g["drop_on_wrong"]
-    assert pct(g["drop_off_wrong"]) > 0.5                 # memorised most of them
+    assert pct(g["drop_off_wrong"]) > 0.5  # memorised most of them
     assert pct(g["drop_on_wrong"]) < pct(g["drop_off_wrong"])
     assert g["drop_off_wrong"] in text and g["drop_on_wrong"] in text
     bn = dict(re.findall(r"((?:no )?BatchNorm) +\d\.\d+ +(\d\.\d+)", text))
@@ -69,19 +77,30 @@ def test_training(book):
     assert 35 <= float(g["raw_mean"]) <= 45
     # Data parallel: shardings read from the arrays, not typed.
     assert "(replicated)" not in text
-    assert "parameters: spec P(), fully replicated: True, one (2, 64) copy on each of 8 devices" in text
+    assert (
+        "parameters: spec P(), fully replicated: True, one (2, 64) copy on each of 8 devices"
+        in text
+    )
     assert "batch: spec P('x',), fully replicated: False, shards of (16, 2) on 8 devices" in text
     # One all-reduce of all gradients (4 bytes per parameter) and the 4-byte loss.
-    assert "all-reduce f32[64], f32[64,2], f32[64], f32[64,64], f32[3], f32[3,64], f32[] 17.8 KiB 8" in text
+    assert (
+        "all-reduce f32[64], f32[64,2], f32[64], f32[64,64], f32[3], f32[3,64], f32[] 17.8 KiB 8"
+        in text
+    )
     assert g["allreduce_bytes"] == f"{4 * n_params + 4:,}"
     assert f"the all-reduce moves {4 * n_params + 4:,}" in text
     # Three methods, each compared with one device, agreement asserted.
-    diffs = re.findall(r"(pmap \+ pmean|jit \+ sharded batch|shard_map \+ psum) +largest difference to one device over 100 steps: (\S+)", text)
-    assert [d[0] for d in diffs] == ["pmap + pmean", "jit + sharded batch", "shard_map + psum"], diffs
+    diffs = re.findall(
+        r"(pmap \+ pmean|jit \+ sharded batch|shard_map \+ psum) +largest difference to one device over 100 steps: (\S+)",
+        text,
+    )
+    assert [d[0] for d in diffs] == ["pmap + pmean", "jit + sharded batch", "shard_map + psum"], (
+        diffs
+    )
     assert all(float(d[1]) <= 1e-4 for d in diffs)
     assert "all three agree with single-device training within 0.0001" in text
     assert g["dp_steps"] == "100" and f"the same {g['dp_steps']} steps" in text
-    assert "8.0 times too large" in text                    # the pmean trap under shard_map
+    assert "8.0 times too large" in text  # the pmean trap under shard_map
     names = r"one device|pmap, state on 1 device|pmap, state replicated|jit \+ sharded batch|shard_map \+ psum"
     rates = dict(re.findall(rf"({names}) +(\d+) steps/s", text))
     assert len(rates) == 5 and all(int(v) > 0 for v in rates.values()), rates
@@ -95,7 +114,10 @@ def test_training(book):
     assert "resumed at step 100: after step 200 the parameters are bit-for-bit equal: True" in text
     assert "a batch of 100 examples does not divide across 8 devices" in text
     assert "the data has 2 features" in text and "expects 3" in text
-    assert "CheckpointError" in text and "save_checkpoint: notes holds something other than checkpoints (results.csv)" in text
+    assert (
+        "CheckpointError" in text
+        and "save_checkpoint: notes holds something other than checkpoints (results.csv)" in text
+    )
     assert "['results.csv'] 'step,loss\\n'" in text
     # Hermetic: no temporary path printed.
     assert "/tmp" not in text and "jaxguide-training" not in text

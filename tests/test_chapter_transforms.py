@@ -12,6 +12,7 @@ from bookcheck import VERDICT, cell_output, glued, page_text, seconds
 
 pytestmark = pytest.mark.book
 
+
 def test_transforms(book):
     g = glued(book, "transforms")
     assert g["f_1_3"] == pytest.approx(3 * np.sin(1.0) + 2, rel=1e-6)
@@ -99,18 +100,14 @@ def test_first_call_ratio_glued(book):
     g = glued(book, "transforms")
     ratio = float(str(g["jit_first_ratio"]).replace(",", ""))
     assert ratio > 1  # the first call includes tracing and compiling
-    assert f"as much as {g['jit_first_ratio']} later ones" in page_text(
-        book, "transforms"
-    )
+    assert f"as much as {g['jit_first_ratio']} later ones" in page_text(book, "transforms")
 
 
 def test_first_call_stages(book):
     """The stages JAX reports for the first call are printed, and fit inside it."""
     out = cell_output(book, "transforms", "def record_stage")
     first = re.search(r"first call (\S+ \S+)", out).group(1)
-    stages = dict(
-        re.findall(r"^  (\S.*?) +(\S+ \S+)$", out, flags=re.M)
-    )
+    stages = dict(re.findall(r"^  (\S.*?) +(\S+ \S+)$", out, flags=re.M))
     assert set(stages) == {"trace to a jaxpr", "lower for XLA", "XLA compile"}
     total = sum(seconds(v) for v in stages.values())
     assert total <= seconds(first)

@@ -23,7 +23,9 @@ def toc_parts() -> dict[str, list[str]]:
 def executed_chapters() -> list[str]:
     """Chapters that run code at build time (their front matter has a kernelspec)."""
     return [
-        c for chapters in toc_parts().values() for c in chapters
+        c
+        for chapters in toc_parts().values()
+        for c in chapters
         if "kernelspec:" in (ROOT / "book" / f"{c}.md").read_text().split("\n---", 1)[0]
     ]
 

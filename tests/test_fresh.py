@@ -23,7 +23,9 @@ from bookcheck import MYST_HEADER, ROOT
 
 pytestmark = pytest.mark.book
 
-USES_COMPILED = MYST_HEADER + """# Uses compiled
+USES_COMPILED = (
+    MYST_HEADER
+    + """# Uses compiled
 
 ```{code-cell} ipython3
 from jaxguide.compiled import format_bytes
@@ -38,8 +40,11 @@ import jax.numpy as jnp
 print("total:", int(jax.jit(jnp.sum)(jnp.arange(4))))
 ```
 """
+)
 
-USES_TIMING_ONLY = MYST_HEADER + """# Uses timing only
+USES_TIMING_ONLY = (
+    MYST_HEADER
+    + """# Uses timing only
 
 ```{code-cell} ipython3
 import jaxguide
@@ -55,6 +60,7 @@ plt.plot([0, 1], [0, 1])
 plt.show()
 ```
 """
+)
 
 
 #: Build log noise that has a cause the build removes (issue 16, "Quieter builds"):
@@ -81,7 +87,9 @@ def build(repo: Path, ok: bool = True) -> tuple[str, float]:
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     exe = Path(sys.executable).parent / "jupyter-book"
     start = time.perf_counter()
-    proc = subprocess.run([str(exe), "build", "book/"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(exe), "build", "book/"], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
     seconds = time.perf_counter() - start
     assert (proc.returncode == 0) == ok, (proc.stdout + proc.stderr)[-3000:]
     assert_quiet(proc.stdout + proc.stderr)
@@ -90,7 +98,9 @@ def build(repo: Path, ok: bool = True) -> tuple[str, float]:
 
 def executed(log: str) -> set[str]:
     """Chapters executed by myst-nb, or by the extension's parallel pre-execution."""
-    names = {Path(line.split(":")[0]).stem for line in log.splitlines() if "Executing notebook" in line}
+    names = {
+        Path(line.split(":")[0]).stem for line in log.splitlines() if "Executing notebook" in line
+    }
     for match in re.findall(r"executing \d+ chapters?(?: in parallel)?: ([\w, ]+)", log):
         names |= {n.strip() for n in match.split(",")}
     return names
@@ -102,7 +112,9 @@ def make_repo(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "_config.yml", repo)
     shutil.copytree(ROOT / "tools", repo / "tools")
     shutil.copytree(ROOT / "book" / "_static", repo / "book" / "_static")
-    shutil.copytree(ROOT / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        ROOT / "src", repo / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     (repo / "_toc.yml").write_text("format: jb-book\nroot: a\nchapters:\n  - file: b\n")
     os.symlink("../_toc.yml", repo / "book" / "_toc.yml")
     (repo / "book" / "a.md").write_text(USES_COMPILED)
@@ -137,7 +149,9 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     moved = tmp_path / "moved"
     shutil.copytree(repo, moved, symlinks=True)
     compiled = moved / "src/jaxguide/compiled.py"
-    compiled.write_text(compiled.read_text().replace('return f"{n:.0f} bytes"', 'return f"{n:.0f} octets"'))
+    compiled.write_text(
+        compiled.read_text().replace('return f"{n:.0f} bytes"', 'return f"{n:.0f} octets"')
+    )
     log, _ = build(moved)
     assert executed(log) == {"a"}
     assert "size: 512 octets" in (moved / "_build/html/a.html").read_text()
@@ -146,7 +160,10 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     # figure is copied again over the copy the site extension shrank, quietly (build
     # checks the log).
     shrunk = {p.name: p.read_bytes() for p in (repo / "_build/html/_images").glob("*.png")}
-    assert shrunk and all(data != (repo / "_build/jupyter_execute" / name).read_bytes() for name, data in shrunk.items())
+    assert shrunk and all(
+        data != (repo / "_build/jupyter_execute" / name).read_bytes()
+        for name, data in shrunk.items()
+    )
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY.replace("0.0015", "2.5"))
     log, _ = build(repo)
     assert executed(log) == {"b"}
@@ -164,8 +181,10 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     # One execution of each chapter, in parallel; the failure reported from that run,
     # starting with the chapter and the error, then the cell.
     assert executed(log) == {"a", "b"} and "Executing notebook" not in log
-    report = log[log.index("[jaxguide-fresh] chapter 'b' failed"):]
-    assert report.startswith("[jaxguide-fresh] chapter 'b' failed: ZeroDivisionError: division by zero")
+    report = log[log.index("[jaxguide-fresh] chapter 'b' failed") :]
+    assert report.startswith(
+        "[jaxguide-fresh] chapter 'b' failed: ZeroDivisionError: division by zero"
+    )
     assert report.splitlines()[1] == "  in the cell:" and "    print(1 / 0)" in report.splitlines()
     assert log.count("ZeroDivisionError: division by zero") <= 2
     # a's outputs were cached and fingerprinted although the build failed: fixing b
@@ -181,9 +200,10 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     fresh private folder (two at once never share one), removed at shutdown; the
     compilation cache reaches the kernel through its environment, except for a
     notebook whose code looks at compilation."""
-    import jaxguide_fresh as fresh
     import nbformat
     from nbclient import NotebookClient
+
+    import jaxguide_fresh as fresh
 
     monkeypatch.setattr(NotebookClient, "create_kernel_manager", fresh.create_kernel_manager)
     monkeypatch.setattr(fresh, "KERNEL_ENV", fresh.compilation_cache_env(tmp_path / "jc"))
@@ -197,7 +217,9 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
             km = client.km
             assert isinstance(km, fresh.BuildKernelManager) and km.transport == "ipc"
             folder = Path(km.socket_dir)
-            assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("jaxguide-kernel-")
+            assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith(
+                "jaxguide-kernel-"
+            )
             assert oct(folder.stat().st_mode & 0o777) == "0o700"
             assert Path(km.connection_file).parent == folder
             seen.append(folder)
@@ -211,15 +233,21 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
 def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):
     import jaxguide_fresh as fresh
 
-    monkeypatch.setattr(fresh, "KERNEL_ENV", {"OTHER": "1", **fresh.compilation_cache_env(Path("/c"))})
+    monkeypatch.setattr(
+        fresh, "KERNEL_ENV", {"OTHER": "1", **fresh.compilation_cache_env(Path("/c"))}
+    )
     cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
     plain = {"cells": [cell("y = jax.jit(f)(x)")]}
     assert fresh.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
     # A kernel for an unknown chapter would share a folder: no cache.
     assert fresh.notebook_env(plain) == {"OTHER": "1"}
-    for shows in ("t.first_call_s", "jax.log_compiles(True)", "jax.explain_cache_misses(True)",
-                  "jax.monitoring.register_event_duration_secs_listener(f)",
-                  "jax.distributed.initialize()"):
+    for shows in (
+        "t.first_call_s",
+        "jax.log_compiles(True)",
+        "jax.explain_cache_misses(True)",
+        "jax.monitoring.register_event_duration_secs_listener(f)",
+        "jax.distributed.initialize()",
+    ):
         env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
         assert env == {"OTHER": "1"}, shows
     # Markdown that mentions it does not count: only code does.
@@ -253,7 +281,10 @@ def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
         path.write_bytes(b"x" * 100)
         os.utime(path, (1000 + i, 1000 + i))
     fresh.trim_cache(tmp_path, keep_bytes=250)
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == ["a/new", "b/mid"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
+        "a/new",
+        "b/mid",
+    ]
     fresh.trim_cache(tmp_path, keep_bytes=100)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
     fresh.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do

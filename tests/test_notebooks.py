@@ -27,7 +27,9 @@ def test_every_chapter_has_an_up_to_date_notebook():
 def test_the_check_catches_stale_and_missing_notebooks(tmp_path, monkeypatch):
     monkeypatch.setattr(make_notebooks, "OUT", tmp_path)
     assert make_notebooks.main([]) == 0
-    (tmp_path / "numpy.ipynb").write_text((tmp_path / "numpy.ipynb").read_text().replace("jnp", "np"))
+    (tmp_path / "numpy.ipynb").write_text(
+        (tmp_path / "numpy.ipynb").read_text().replace("jnp", "np")
+    )
     (tmp_path / "random.ipynb").unlink()
     assert make_notebooks.main(["--check"]) == 1
 
@@ -47,7 +49,9 @@ def test_notebook_is_clean_for_colab(chapter):
         assert build_only not in text, build_only
     # Images and links must resolve inside Colab too: nothing by a path into the repository.
     markdown = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    targets = re.findall(r"\]\(([^)\s]+)", markdown) + re.findall(r"<img[^>]+src=\"([^\"]+)", markdown)
+    targets = re.findall(r"\]\(([^)\s]+)", markdown) + re.findall(
+        r"<img[^>]+src=\"([^\"]+)", markdown
+    )
     assert all(t.startswith(("https://", "http://", "#")) for t in targets), targets
 
 
@@ -65,9 +69,17 @@ def test_notebook_markdown_has_no_myst_left(chapter):
     source = (ROOT / "book" / f"{chapter}.md").read_text()
     n_exercises = source.count("{exercise-start}")
     joined = "\n".join(markdown)
-    assert [int(n) for n in re.findall(r"^### Exercise (\d+)$", joined, re.M)] == list(range(1, n_exercises + 1))
-    hidden = [c for c in nb["cells"] if c["cell_type"] == "code" and c["metadata"].get("cellView") == "form"]
-    assert {re.search(r"exercise (\d+)", "".join(c["source"])).group(1) for c in hidden} <= {str(i) for i in range(1, n_exercises + 1)}
+    assert [int(n) for n in re.findall(r"^### Exercise (\d+)$", joined, re.M)] == list(
+        range(1, n_exercises + 1)
+    )
+    hidden = [
+        c
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and c["metadata"].get("cellView") == "form"
+    ]
+    assert {re.search(r"exercise (\d+)", "".join(c["source"])).group(1) for c in hidden} <= {
+        str(i) for i in range(1, n_exercises + 1)
+    }
     if n_exercises:
         assert hidden, "solution code is not hidden behind a form"
     # Cross-references became links to the published pages.
@@ -96,16 +108,23 @@ def run_setup_cell(monkeypatch, returncode: int, stderr: str = ""):
 
 def test_setup_cell_installs_the_tagged_release_in_colab(monkeypatch):
     (call,) = run_setup_cell(monkeypatch, 0)
-    assert call[1:4] == ["-m", "pip", "install"] and call[-1].endswith(f"@v{make_notebooks.version()}")
+    assert call[1:4] == ["-m", "pip", "install"] and call[-1].endswith(
+        f"@v{make_notebooks.version()}"
+    )
 
 
 def test_setup_cell_stops_with_a_clear_message_when_pip_fails(monkeypatch):
     with pytest.raises(SystemExit) as err:
-        run_setup_cell(monkeypatch, 1, "ERROR: Could not find a version that satisfies the requirement")
+        run_setup_cell(
+            monkeypatch, 1, "ERROR: Could not find a version that satisfies the requirement"
+        )
     message = str(err.value)
     assert "Could not install jaxguide @ git+" in message
     assert "Could not find a version" in message  # pip's own reason
-    assert "can reach the internet" in message and f"release v{make_notebooks.version()} exists" in message
+    assert (
+        "can reach the internet" in message
+        and f"release v{make_notebooks.version()} exists" in message
+    )
 
 
 def test_setup_cell_does_nothing_outside_colab(monkeypatch):
@@ -123,19 +142,29 @@ def test_conversion_of_each_construct(monkeypatch):
     conv = make_notebooks.Converter("numpy", ['glue("speed", compare(a, b, prose=True))'])
     md = lambda text: conv.cell(nbformat.v4.new_markdown_cell(text)).source  # noqa: E731
     site = make_notebooks.site_url()
-    assert md("See {ref}`sharding`.") == f"See [Sharded arrays and automatic parallelism]({site}sharding.html)."
+    assert (
+        md("See {ref}`sharding`.")
+        == f"See [Sharded arrays and automatic parallelism]({site}sharding.html)."
+    )
     assert md("See {ref}`the chapter <shard-map>`.") == f"See [the chapter]({site}shard_map.html)."
-    assert md("{doc}`training`") .startswith("[") and f"({site}training.html)" in md("{doc}`training`")
+    assert md("{doc}`training`").startswith("[") and f"({site}training.html)" in md(
+        "{doc}`training`"
+    )
     assert md("It was {glue:text}`speed`.") == "It was `compare(a, b, prose=True)`."
     assert md("```{note}\nMind the gap.\n```\n") == "> **Note**\n>\n> Mind the gap."
     assert md("```{exercise-start}\n:label: ex-a\n```\n\nDo it.") == "### Exercise 1\n\nDo it."
-    assert md("```{exercise-end}\n```\n\n```{solution-start} ex-a\n:class: dropdown\n```\n\nBecause.").startswith(
-        "<details>\n<summary>Solution to exercise 1")
+    assert md(
+        "```{exercise-end}\n```\n\n```{solution-start} ex-a\n:class: dropdown\n```\n\nBecause."
+    ).startswith("<details>\n<summary>Solution to exercise 1")
     code = conv.cell(nbformat.v4.new_code_cell("x = 1"))
-    assert code.metadata["cellView"] == "form" and code.source.startswith("# @title Solution to exercise 1")
+    assert code.metadata["cellView"] == "form" and code.source.startswith(
+        "# @title Solution to exercise 1"
+    )
     assert md("```{solution-end}\n```\nAfter.") == "After."
     assert conv.cell(nbformat.v4.new_code_cell("y = 2")).source == "y = 2"
-    with pytest.raises(make_notebooks.ConversionError, match=r"no notebook form for the MyST directive \{tab-set\}"):
+    with pytest.raises(
+        make_notebooks.ConversionError, match=r"no notebook form for the MyST directive \{tab-set\}"
+    ):
         md("```{tab-set}\nx\n```\n")
     with pytest.raises(make_notebooks.ConversionError, match="unknown label 'nowhere'"):
         md("{ref}`nowhere`")
@@ -151,8 +180,12 @@ def test_colab_and_download_buttons(book):
     owner_repo = cfg["url"].removeprefix("https://github.com/")
     for chapter in CHAPTERS:
         soup = BeautifulSoup(book.page(chapter), "html.parser")
-        colab = [a["href"] for a in soup.select("a[href]") if "colab.research.google.com" in a["href"]]
-        assert colab == [f"https://colab.research.google.com/github/{owner_repo}/blob/{cfg['branch']}/notebooks/{chapter}.ipynb"], colab
+        colab = [
+            a["href"] for a in soup.select("a[href]") if "colab.research.google.com" in a["href"]
+        ]
+        assert colab == [
+            f"https://colab.research.google.com/github/{owner_repo}/blob/{cfg['branch']}/notebooks/{chapter}.ipynb"
+        ], colab
         assert (ROOT / "notebooks" / f"{chapter}.ipynb").is_file()
         downloads = {a["href"] for a in soup.select("a[href]") if a["href"].startswith("_sources/")}
         assert downloads == {f"_sources/{chapter}.md", f"_sources/{chapter}.ipynb"}, downloads

@@ -283,7 +283,8 @@ def _over(top, alpha: float, bottom):
 def _contrast_arrays():
     import jax
     import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from jaxguide.sharding import make_mesh
 
@@ -300,7 +301,11 @@ def test_device_palette_takes_white_labels_at_4_5_to_1():
     from jaxguide.sharding import DEVICE_COLORS
 
     assert len(set(DEVICE_COLORS)) == len(DEVICE_COLORS) >= 8
-    low = {c: round(_wcag_contrast("#ffffff", c), 2) for c in DEVICE_COLORS if _wcag_contrast("#ffffff", c) < 4.5}
+    low = {
+        c: round(_wcag_contrast("#ffffff", c), 2)
+        for c in DEVICE_COLORS
+        if _wcag_contrast("#ffffff", c) < 4.5
+    }
     assert low == {}, f"white labels below 4.5:1 on {low}"
 
 
@@ -320,8 +325,11 @@ def test_picture_labels_contrast_with_their_blocks():
         ax = plot_sharding(arr)
         for text in ax.texts:
             x, y = text.get_position()
-            behind = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_fill()
-                      and p.get_bbox().contains(x, y)]
+            behind = [
+                p
+                for p in ax.patches
+                if isinstance(p, Rectangle) and p.get_fill() and p.get_bbox().contains(x, y)
+            ]
             assert behind, f"no block behind label {text.get_text()!r}"
             block = behind[-1]
             face = _over(block.get_facecolor()[:3], block.get_facecolor()[3], "#ffffff")
@@ -373,14 +381,21 @@ def test_text_picture_labels_contrast_in_a_terminal_and_in_html(monkeypatch, cap
     # The same pictures as Jupyter receives them: rich's HTML.
     pages = []
     monkeypatch.setattr(rich.console, "_is_jupyter", lambda: True)
-    monkeypatch.setattr(rich.jupyter, "display",
-                        lambda segments, text: pages.append(rich.jupyter._render_segments(segments)))
+    monkeypatch.setattr(
+        rich.jupyter,
+        "display",
+        lambda segments, text: pages.append(rich.jupyter._render_segments(segments)),
+    )
     for arr in arrays:
         show(arr)
         plt.close("all")
     capsys.readouterr()
-    html = re.findall(r"color: (#[0-9a-fA-F]{6})[^\"]*?background-color: (#[0-9a-fA-F]{6})", "".join(pages))
-    pairs = {(_hex(m[:3]), _hex(m[3:])) for m in terminal} | {(f.lower(), b.lower()) for f, b in html}
+    html = re.findall(
+        r"color: (#[0-9a-fA-F]{6})[^\"]*?background-color: (#[0-9a-fA-F]{6})", "".join(pages)
+    )
+    pairs = {(_hex(m[:3]), _hex(m[3:])) for m in terminal} | {
+        (f.lower(), b.lower()) for f, b in html
+    }
     assert len(terminal) > 20 and len(html) > 20, (len(terminal), len(html))
     assert len({b for _, b in pairs}) >= 8, pairs  # every device's colour appears
     low = {p: round(_wcag_contrast(*p), 2) for p in pairs if _wcag_contrast(*p) < 4.5}

@@ -30,7 +30,9 @@ def test_every_page_has_a_description_from_its_own_prose(book, page):
     assert 40 <= len(description) <= 205, description
     # The page's first paragraph (compared without spaces: inline code splits the text).
     squeeze = lambda text: "".join(text.split())  # noqa: E731
-    assert squeeze(description.removesuffix(" …"))[:60] in squeeze(soup.select_one("article").get_text(" "))
+    assert squeeze(description.removesuffix(" …"))[:60] in squeeze(
+        soup.select_one("article").get_text(" ")
+    )
     assert soup.select_one('meta[property="og:description"]')["content"] == description
 
 
@@ -51,20 +53,28 @@ def test_not_found_page_links_home_absolutely(book):
     assert soup.title.get_text() == f"Page not found — {html.unescape(CONFIG['title'])}"
 
 
-
 # ----------------------------------------------------------------------------- first paint
 
 
 def test_purge_css_keeps_every_rule_that_can_match():
-    css = ('@charset "utf-8";/* a } comment */.a,.b .c{color:red}.d:not(.gone){x:1}'
-           "@media (min-width:1px){.gone{y:2}.a>.b{z:3}}@media print{.gone{q:1}}"
-           '@font-face{font-family:X;src:url("a}b.woff2")}@keyframes k{from{top:0}to{top:1px}}'
-           '.e[data-x=".gone"]{w:1}#id1{a:b}#gone{c:d}.bs-tooltip-top{t:1}a[href*="}"]{u:1}.gone .a{v:1}')
+    css = (
+        '@charset "utf-8";/* a } comment */.a,.b .c{color:red}.d:not(.gone){x:1}'
+        "@media (min-width:1px){.gone{y:2}.a>.b{z:3}}@media print{.gone{q:1}}"
+        '@font-face{font-family:X;src:url("a}b.woff2")}@keyframes k{from{top:0}to{top:1px}}'
+        '.e[data-x=".gone"]{w:1}#id1{a:b}#gone{c:d}.bs-tooltip-top{t:1}a[href*="}"]{u:1}.gone .a{v:1}'
+    )
     out = jaxguide_site.purge_css(css, {"a", "b", "c", "d", "e", "id1"}, ("bs-tooltip-",))
     assert out.split("\n") == [
-        '@charset "utf-8";', ".a,.b .c{color:red}", ".d:not(.gone){x:1}", "@media (min-width:1px){.a>.b{z:3}}",
-        '@font-face{font-family:X;src:url("a}b.woff2")}', "@keyframes k{from{top:0}to{top:1px}}",
-        '.e[data-x=".gone"]{w:1}', "#id1{a:b}", ".bs-tooltip-top{t:1}", 'a[href*="}"]{u:1}',
+        '@charset "utf-8";',
+        ".a,.b .c{color:red}",
+        ".d:not(.gone){x:1}",
+        "@media (min-width:1px){.a>.b{z:3}}",
+        '@font-face{font-family:X;src:url("a}b.woff2")}',
+        "@keyframes k{from{top:0}to{top:1px}}",
+        '.e[data-x=".gone"]{w:1}',
+        "#id1{a:b}",
+        ".bs-tooltip-top{t:1}",
+        'a[href*="}"]{u:1}',
     ]
 
 
@@ -72,14 +82,20 @@ def test_low_contrast_output_text_gets_black_or_white():
     pink = '<span style="color: #ffffff; text-decoration-color: #ffffff; background-color: #de9ed6">CPU 0</span>'
     navy = '<span style="color: #ffffff; text-decoration-color: #ffffff; background-color: #393b79">CPU 1</span>'
     fixed = jaxguide_site._RICH_SPAN.sub(jaxguide_site._readable_span, pink + navy)
-    assert 'color: #000000; text-decoration-color: #000000; background-color: #de9ed6">CPU 0' in fixed
+    assert (
+        'color: #000000; text-decoration-color: #000000; background-color: #de9ed6">CPU 0' in fixed
+    )
     assert navy in fixed  # already 10:1
     assert round(jaxguide_site.contrast("#ffffff", "#de9ed6"), 1) == 2.1
     assert round(jaxguide_site.contrast("#000000", "#ffffff"), 1) == 21.0
 
 
 def _chapter_soups(book):
-    return {name: BeautifulSoup(book.page(name), "html.parser") for name in chapters() if name not in ("index", "report")}
+    return {
+        name: BeautifulSoup(book.page(name), "html.parser")
+        for name in chapters()
+        if name not in ("index", "report")
+    }
 
 
 @pytest.mark.book
@@ -93,7 +109,12 @@ def test_figures_are_2x_images_shown_at_their_size(book):
             with Image.open(book.html / img["src"]) as png:
                 natural = png.size
             shown = (int(img["width"]), int(img["height"]))
-            assert all(abs(n - 2 * s) <= 1 for n, s in zip(natural, shown)), (name, img["src"], natural, shown)
+            assert all(abs(n - 2 * s) <= 1 for n, s in zip(natural, shown)), (
+                name,
+                img["src"],
+                natural,
+                shown,
+            )
             assert "height:" not in (img.get("style") or ""), img  # a fixed height would stretch it
             checked += 1
     assert checked >= 15, checked
@@ -105,10 +126,18 @@ def test_only_stylesheets_block_the_first_paint(book):
     documentation_options.js that inline scripts need), and no stylesheet @imports
     another (a second round trip before anything is drawn)."""
     for name, soup in _chapter_soups(book).items():
-        blocking = [s["src"] for s in soup.head.select("script[src]")
-                    if not (s.has_attr("defer") or s.has_attr("async"))]
-        assert [b.split("?")[0] for b in blocking] == ["_static/documentation_options.js"], (name, blocking)
-        assert not soup.select('script[src*="jaxguide-search.js"], script[src*="searchindex.js"]'), name
+        blocking = [
+            s["src"]
+            for s in soup.head.select("script[src]")
+            if not (s.has_attr("defer") or s.has_attr("async"))
+        ]
+        assert [b.split("?")[0] for b in blocking] == ["_static/documentation_options.js"], (
+            name,
+            blocking,
+        )
+        assert not soup.select(
+            'script[src*="jaxguide-search.js"], script[src*="searchindex.js"]'
+        ), name
     for css in (book.html / "_static").rglob("*.css"):
         assert "@import" not in css.read_text(encoding="utf-8"), css
 
@@ -118,8 +147,12 @@ def test_purged_stylesheets_keep_every_rule_the_pages_use(book):
     """The theme's stylesheet in the site is a fraction of the original, yet every
     selector of the original whose classes and ids all occur in the pages' markup is
     still there."""
-    original = (jaxguide_site._theme_static() / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
-    purged = (book.html / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    original = (jaxguide_site._theme_static() / "styles" / "pydata-sphinx-theme.css").read_text(
+        encoding="utf-8"
+    )
+    purged = (book.html / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(
+        encoding="utf-8"
+    )
     assert len(purged) < 0.5 * len(original), (len(purged), len(original))
     marked = set()
     for page in book.html.glob("*.html"):
@@ -145,8 +178,14 @@ def test_coloured_output_text_contrasts_at_4_5_to_1(book):
     on its background, on every page."""
     pairs = set()
     for name in chapters():
-        pairs.update(re.findall(r'<span style="color: (#[0-9a-fA-F]{6});[^"]*background-color: (#[0-9a-fA-F]{6})',
-                                book.page(name)))
+        pairs.update(
+            re.findall(
+                r'<span style="color: (#[0-9a-fA-F]{6});[^"]*background-color: (#[0-9a-fA-F]{6})',
+                book.page(name),
+            )
+        )
     assert len(pairs) >= 8, pairs
-    low = {p: round(jaxguide_site.contrast(*p), 2) for p in pairs if jaxguide_site.contrast(*p) < 4.5}
+    low = {
+        p: round(jaxguide_site.contrast(*p), 2) for p in pairs if jaxguide_site.contrast(*p) < 4.5
+    }
     assert low == {}, low

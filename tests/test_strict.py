@@ -9,7 +9,9 @@ from test_fresh import assert_quiet
 
 pytestmark = pytest.mark.book
 
-PAGE = MYST_HEADER + """# Planted
+PAGE = (
+    MYST_HEADER
+    + """# Planted
 
 ```{code-cell} ipython3
 :tags: [raises-exception]
@@ -22,14 +24,18 @@ The cell above raises a `KeyError`, on purpose.
 planted_value = 1 / 0
 ```
 """
+)
 
 
-GOOD = MYST_HEADER + """# Fine
+GOOD = (
+    MYST_HEADER
+    + """# Fine
 
 ```{code-cell} ipython3
 print("fine")
 ```
 """
+)
 
 
 @pytest.mark.parametrize("pages", [1, 2])
@@ -39,7 +45,11 @@ def test_planted_failing_cell_breaks_the_build(book_copy, pages):
     # reported the same way.
     (book_copy / "book" / "planted.md").write_text(PAGE)
     (book_copy / "book" / "fine.md").write_text(GOOD)
-    toc = "format: jb-book\nroot: fine\nchapters:\n  - file: planted\n" if pages == 2 else "format: jb-book\nroot: planted\n"
+    toc = (
+        "format: jb-book\nroot: fine\nchapters:\n  - file: planted\n"
+        if pages == 2
+        else "format: jb-book\nroot: planted\n"
+    )
     (book_copy / "_toc.yml").write_text(toc)
     proc = jupyter_book("build", "book/", cwd=book_copy)
     log = proc.stdout + proc.stderr
@@ -48,12 +58,18 @@ def test_planted_failing_cell_breaks_the_build(book_copy, pages):
     assert "planted_value = 1 / 0" in log, "the log must show the failing cell"
     # The tagged cell before it raised as allowed: it is not what the build reports.
     assert "KeyError" not in log
-    ran = "executing 2 chapters in parallel: fine, planted" if pages == 2 else "executing 1 chapter: planted"
+    ran = (
+        "executing 2 chapters in parallel: fine, planted"
+        if pages == 2
+        else "executing 1 chapter: planted"
+    )
     assert ran in log
     # Reported from that run, chapter and error first, then the cell, and not executed
     # again; no internal traceback of the build tools, no request to report a bug.
-    report = log[log.index("[jaxguide-fresh] chapter 'planted' failed"):]
-    assert report.startswith("[jaxguide-fresh] chapter 'planted' failed: ZeroDivisionError: division by zero\n  in the cell:\n")
+    report = log[log.index("[jaxguide-fresh] chapter 'planted' failed") :]
+    assert report.startswith(
+        "[jaxguide-fresh] chapter 'planted' failed: ZeroDivisionError: division by zero\n  in the cell:\n"
+    )
     assert "Executing notebook" not in log
     assert "Traceback (most recent call last)" not in log and "Please also report" not in log
     assert len(log.splitlines()) < 40, log

@@ -125,9 +125,18 @@ def test_repr_and_median_text():
 
 @pytest.mark.parametrize(
     "seconds, text",
-    [(2.5, "2.5 s"), (0.0123, "12.3 ms"), (4.56e-5, "45.6 µs"), (7e-9, "7 ns"), (0, "0 ns"),
-     # Rounding that reaches the next unit moves to it, never "1e+03 ms".
-     (0.9996, "1 s"), (0.0009996, "1 ms"), (9.996e-7, "1 µs"), (1234.5, "1,230 s")],
+    [
+        (2.5, "2.5 s"),
+        (0.0123, "12.3 ms"),
+        (4.56e-5, "45.6 µs"),
+        (7e-9, "7 ns"),
+        (0, "0 ns"),
+        # Rounding that reaches the next unit moves to it, never "1e+03 ms".
+        (0.9996, "1 s"),
+        (0.0009996, "1 ms"),
+        (9.996e-7, "1 µs"),
+        (1234.5, "1,230 s"),
+    ],
 )
 def test_format_seconds(seconds, text):
     assert format_seconds(seconds) == text

@@ -55,7 +55,10 @@ def test_stream_chunks_merge_exactly():
 
     import jaxguide_mystnb_fixes as fixes
 
-    chunks = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in ("cpu:2", " {CpuDevice(id=2)} cpu:2\n", "next line\n")]
+    chunks = [
+        nbformat.v4.new_output("stream", name="stdout", text=t)
+        for t in ("cpu:2", " {CpuDevice(id=2)} cpu:2\n", "next line\n")
+    ]
     image = nbformat.v4.new_output("display_data", data={"text/plain": "fig"})
     merged = fixes.coalesce_streams(chunks[:1] + [image] + chunks[1:])
     assert [o["output_type"] for o in merged] == ["stream", "display_data"]
@@ -161,8 +164,9 @@ def test_failure_report_names_chapter_error_and_cell():
 
 
 def test_mystnb_patches_refuse_an_untested_release():
-    import jaxguide_mystnb_fixes as fixes
     from sphinx.errors import ExtensionError
+
+    import jaxguide_mystnb_fixes as fixes
 
     fixes.check_version("1.4.0")
     with pytest.raises(ExtensionError, match=r"myst-nb 1\.5\.0 is installed"):
@@ -174,11 +178,19 @@ def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
     import time
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import sys, time, types; sys.path.insert(0, sys.argv[1]); import jaxguide_fresh as f;"
-            "f.lock_build(types.SimpleNamespace(outdir=sys.argv[2]), None); print('held', flush=True);"
-            "time.sleep(2)"), str(ROOT / "tools"), str(tmp_path / "_build" / "html")],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time, types; sys.path.insert(0, sys.argv[1]); import jaxguide_fresh as f;"
+                "f.lock_build(types.SimpleNamespace(outdir=sys.argv[2]), None); print('held', flush=True);"
+                "time.sleep(2)"
+            ),
+            str(ROOT / "tools"),
+            str(tmp_path / "_build" / "html"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     start = time.perf_counter()
@@ -209,14 +221,25 @@ def write_book(tmp_path, toc: str, pages=("intro", "a", "b", "c")) -> tuple:
 def test_toc_forms(tmp_path):
     import jaxguide_toc as toc
 
-    flat = write_book(tmp_path / "flat", "format: jb-book\nroot: intro\nchapters:\n- file: a\n- file: b\n")
+    flat = write_book(
+        tmp_path / "flat", "format: jb-book\nroot: intro\nchapters:\n- file: a\n- file: b\n"
+    )
     assert toc.pages(*flat) == ["intro", "a", "b"]
-    nested = write_book(tmp_path / "nested", (
-        "format: jb-book\nroot: intro\nparts:\n- caption: One\n  chapters:\n  - file: a\n"
-        "    sections:\n    - file: b\n- caption: Two\n  chapters:\n  - file: c\n"))
+    nested = write_book(
+        tmp_path / "nested",
+        (
+            "format: jb-book\nroot: intro\nparts:\n- caption: One\n  chapters:\n  - file: a\n"
+            "    sections:\n    - file: b\n- caption: Two\n  chapters:\n  - file: c\n"
+        ),
+    )
     assert toc.pages(*nested) == ["intro", "a", "b", "c"]
-    assert [(p.caption, p.pages) for p in toc.parts(*nested)] == [("One", ("a", "b")), ("Two", ("c",))]
-    missing = write_book(tmp_path / "missing", "format: jb-book\nroot: intro\nchapters:\n- file: nope\n")
+    assert [(p.caption, p.pages) for p in toc.parts(*nested)] == [
+        ("One", ("a", "b")),
+        ("Two", ("c",)),
+    ]
+    missing = write_book(
+        tmp_path / "missing", "format: jb-book\nroot: intro\nchapters:\n- file: nope\n"
+    )
     with pytest.raises(toc.TocError, match=r"no source file in book/: nope"):
         toc.pages(*missing)
     bad = write_book(tmp_path / "bad", "format: jb-book\nchapters: [}\n")

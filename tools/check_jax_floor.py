@@ -67,7 +67,9 @@ def uv() -> str:
 def run(*args: str, **kwargs) -> str:
     done = subprocess.run(args, capture_output=True, text=True, **kwargs)
     if done.returncode != 0:
-        raise SystemExit(f"check_jax_floor: {' '.join(args[:4])} ... failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"check_jax_floor: {' '.join(args[:4])} ... failed:\n{done.stderr[-3000:]}"
+        )
     return done.stdout
 
 
@@ -75,7 +77,9 @@ def environment(tmp: Path, version: str) -> Path:
     """A venv with the jaxguide wheel, jax/jaxlib == version, the rest as locked."""
     run(uv(), "build", "--quiet", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
     wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
-    locked = run(uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT)
+    locked = run(
+        uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT
+    )
     pins = [line for line in locked.splitlines() if not re.match(r"(jax|jaxlib)==", line)]
     pins += [f"jax=={version}", f"jaxlib=={version}"]
     constraints = tmp / "constraints.txt"
@@ -87,8 +91,21 @@ def environment(tmp: Path, version: str) -> Path:
     # version below the floor can be tested (to show that it fails).
     overrides = tmp / "overrides.txt"
     overrides.write_text(f"jax=={version}\njaxlib=={version}\n")
-    run(uv(), "pip", "install", "--quiet", "--python", str(python), "-c", str(constraints),
-        "--override", str(overrides), str(wheel), "ipykernel", "nbclient")
+    run(
+        uv(),
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(python),
+        "-c",
+        str(constraints),
+        "--override",
+        str(overrides),
+        str(wheel),
+        "ipykernel",
+        "nbclient",
+    )
     return python
 
 
@@ -102,10 +119,20 @@ def error_line(output: str) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jax", default=None, help="jax/jaxlib version to test (default: the floor in pyproject.toml)")
-    parser.add_argument("--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)")
-    parser.add_argument("--parallel", type=int, default=2, help="chapters executed at once (default 2)")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    parser.add_argument(
+        "--jax",
+        default=None,
+        help="jax/jaxlib version to test (default: the floor in pyproject.toml)",
+    )
+    parser.add_argument(
+        "--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)"
+    )
+    parser.add_argument(
+        "--parallel", type=int, default=2, help="chapters executed at once (default 2)"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary folder and print its path"
+    )
     args = parser.parse_args(argv)
 
     version = args.jax or floor()
@@ -113,7 +140,9 @@ def main(argv: list[str]) -> int:
     if args.chapters:
         unknown = sorted(set(args.chapters) - set(chapters))
         if unknown:
-            raise SystemExit(f"check_jax_floor: unknown chapters {unknown}; choose from {chapters}.")
+            raise SystemExit(
+                f"check_jax_floor: unknown chapters {unknown}; choose from {chapters}."
+            )
         chapters = [c for c in chapters if c in args.chapters]
 
     tmp = Path(tempfile.mkdtemp(prefix="jaxguide-floor-"))
@@ -134,8 +163,17 @@ def main(argv: list[str]) -> int:
                 name = pending.pop(0)
                 log = open(tmp / f"{name}.log", "w")  # a file: a pipe could fill and block
                 proc = subprocess.Popen(
-                    [str(python), str(tmp / "runner.py"), str(work / f"{name}.ipynb"), str(work), version],
-                    cwd=work, stdout=log, stderr=subprocess.STDOUT, text=True,
+                    [
+                        str(python),
+                        str(tmp / "runner.py"),
+                        str(work / f"{name}.ipynb"),
+                        str(work),
+                        version,
+                    ],
+                    cwd=work,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    text=True,
                     env={"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp)},
                 )
                 running[name] = (proc, time.perf_counter(), log)
@@ -153,8 +191,10 @@ def main(argv: list[str]) -> int:
                 del running[name]
 
         failed = [c for c in chapters if not results[c]]
-        print(f"jax {version}: {len(chapters) - len(failed)} of {len(chapters)} chapters pass"
-              + (f"; failed: {', '.join(failed)}" if failed else ""))
+        print(
+            f"jax {version}: {len(chapters) - len(failed)} of {len(chapters)} chapters pass"
+            + (f"; failed: {', '.join(failed)}" if failed else "")
+        )
         return 1 if failed else 0
     finally:
         if args.keep:

@@ -16,9 +16,13 @@ NOTEBOOKS = "notebooks"
 
 def colab_url(app, pagename: str) -> str:
     opts = app.config.html_theme_options
-    match = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+)/?", opts.get("repository_url", ""))
+    match = re.fullmatch(
+        r"https://github\.com/([\w.-]+)/([\w.-]+)/?", opts.get("repository_url", "")
+    )
     if not match:
-        raise ValueError(f"_config.yml repository.url must be a GitHub repository, got {opts.get('repository_url')!r}")
+        raise ValueError(
+            f"_config.yml repository.url must be a GitHub repository, got {opts.get('repository_url')!r}"
+        )
     owner, name = match.groups()
     branch = opts.get("repository_branch") or "main"
     return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{NOTEBOOKS}/{pagename}.ipynb"

@@ -60,17 +60,25 @@ from pathlib import Path
 
 from jupyter_client import AsyncKernelManager
 from nbclient import NotebookClient
-
-from jaxguide_cache import write_atomic
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
+
+from jaxguide_cache import write_atomic
 
 logger = logging.getLogger(__name__)
 
 # Packages every chapter's outputs can depend on, whatever it imports.
 BASE_DISTRIBUTIONS = (
-    "jax", "jaxlib", "numpy", "scipy", "ml_dtypes", "opt_einsum", "matplotlib", "rich",
-    "ipykernel", "myst-nb",
+    "jax",
+    "jaxlib",
+    "numpy",
+    "scipy",
+    "ml_dtypes",
+    "opt_einsum",
+    "matplotlib",
+    "rich",
+    "ipykernel",
+    "myst-nb",
 )
 PACKAGE = "jaxguide"
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
@@ -125,7 +133,11 @@ def imports_of(code: str | list[str]) -> tuple[set[str], set[str]]:
                     ours.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level > 0 and node.module:
             ours.add(node.module.split(".")[0])  # relative import inside the package
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == PACKAGE:
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == PACKAGE
+        ):
             ours.add(node.attr)
     return top, ours
 
@@ -136,14 +148,21 @@ class PackageGraph:
     def __init__(self):
         spec = importlib.util.find_spec(PACKAGE)
         if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError(f"{PACKAGE} is not importable: install it (make env) before building.")
+            raise RuntimeError(
+                f"{PACKAGE} is not importable: install it (make env) before building."
+            )
         self.root = Path(list(spec.submodule_search_locations)[0])
         self.files = {"": self.root / "__init__.py"}
         for path in sorted(self.root.glob("*.py")):
             if path.name != "__init__.py":
                 self.files[path.stem] = path
-        self.digests = {m: hashlib.sha256(p.read_bytes()).hexdigest() for m, p in self.files.items()}
-        self.deps = {m: {d for d in cached_imports(p.read_text())[1] if d in self.files} for m, p in self.files.items()}
+        self.digests = {
+            m: hashlib.sha256(p.read_bytes()).hexdigest() for m, p in self.files.items()
+        }
+        self.deps = {
+            m: {d for d in cached_imports(p.read_text())[1] if d in self.files}
+            for m, p in self.files.items()
+        }
 
     def closure(self, modules: set[str]) -> set[str]:
         if ALL in modules:
@@ -176,7 +195,11 @@ def _installed() -> str:
     names = []
     for entry in sys.path:
         try:
-            names += [f"{entry}/{e}" for e in os.listdir(entry or ".") if e.endswith((".dist-info", ".egg-info"))]
+            names += [
+                f"{entry}/{e}"
+                for e in os.listdir(entry or ".")
+                if e.endswith((".dist-info", ".egg-info"))
+            ]
         except OSError:
             continue
     return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
@@ -221,7 +244,7 @@ def save_memo(folder: Path, used: set[str]) -> None:
     write_atomic(folder / MEMO, json.dumps(data, sort_keys=True).encode())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
@@ -235,13 +258,22 @@ def helper_files(source: str, folder: Path) -> dict[str, str]:
     code = "\n".join(code_of(source))
     found = {}
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if path.is_file() and not path.is_symlink() and path.suffix != ".md" and not path.name.startswith("."):
-            if path.name in code or (path.suffix == ".py" and re.search(rf"\b{re.escape(path.stem)}\b", code)):
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and path.suffix != ".md"
+            and not path.name.startswith(".")
+        ):
+            if path.name in code or (
+                path.suffix == ".py" and re.search(rf"\b{re.escape(path.stem)}\b", code)
+            ):
                 found[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
 
 
-def fingerprint(source: str, graph: PackageGraph, version=_version, folder: Path | None = None) -> dict:
+def fingerprint(
+    source: str, graph: PackageGraph, version=_version, folder: Path | None = None
+) -> dict:
     """What a chapter's outputs depend on besides its code, with a digest of it all."""
     top, ours = cached_imports(code_of(source))
     distributions = set(BASE_DISTRIBUTIONS)
@@ -264,7 +296,11 @@ def _explain(old: dict | None, new: dict) -> str:
     what = []
     if old.get("python") != new["python"]:
         what.append(f"Python {old.get('python')} -> {new['python']}")
-    labels = {"packages": "package versions", "jaxguide": "jaxguide modules", "helpers": "files it reads"}
+    labels = {
+        "packages": "package versions",
+        "jaxguide": "jaxguide modules",
+        "helpers": "files it reads",
+    }
     for group, label in labels.items():
         a, b = old.get(group, {}), new.get(group, {})
         changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
@@ -311,8 +347,13 @@ def outdated(app, env, added, changed, removed):
     old = read_store(_store_path(app))
     chapters = _chapters(env)
     app.env.jaxguide_chapters = {name: path for name, (path, _) in chapters.items()}
-    new = {name: fingerprint(source, graph, folder=path.parent) for name, (path, source) in chapters.items()}
-    used = [[p.read_text()] for p in graph.files.values()] + [code_of(source) for _, source in chapters.values()]
+    new = {
+        name: fingerprint(source, graph, folder=path.parent)
+        for name, (path, source) in chapters.items()
+    }
+    used = [[p.read_text()] for p in graph.files.values()] + [
+        code_of(source) for _, source in chapters.values()
+    ]
     save_memo(folder, {hashlib.sha256("\0".join(c).encode()).hexdigest() for c in used})
     app.env.jaxguide_fingerprints = new
     stale = [d for d in new if (old.get(d) or {}).get("digest") != new[d]["digest"]]
@@ -331,13 +372,17 @@ def outdated(app, env, added, changed, removed):
         try:
             from myst_nb.core.read import read_myst_markdown_notebook
 
-            dropped.add(cache.match_cache_notebook(read_myst_markdown_notebook(path.read_text())).pk)
+            dropped.add(
+                cache.match_cache_notebook(read_myst_markdown_notebook(path.read_text())).pk
+            )
         except Exception:  # KeyError: nothing cached under this hash
             pass
         for pk in dropped:
             cache.remove_cache(pk)
         if dropped or docname not in added:
-            logger.info(f"[jaxguide-fresh] {docname}: re-executing ({_explain(old.get(docname), new[docname])})")
+            logger.info(
+                f"[jaxguide-fresh] {docname}: re-executing ({_explain(old.get(docname), new[docname])})"
+            )
     return [d for d in stale if d not in added and d not in changed]
 
 
@@ -371,7 +416,9 @@ def preexecute(app, env, added, changed, removed):
     if parallel:
         logger.info(f"[jaxguide-fresh] executing {len(pending)} chapters in parallel: {names}")
     else:
-        logger.info(f"[jaxguide-fresh] executing {len(pending)} chapter{'s' * (len(pending) > 1)}: {names}")
+        logger.info(
+            f"[jaxguide-fresh] executing {len(pending)} chapter{'s' * (len(pending) > 1)}: {names}"
+        )
     kind = "local-parallel" if parallel else "local-serial"
     # jupyter-cache logs each failure with its whole coloured traceback; the report below
     # says it shorter, so its log stays out of the build's.
@@ -393,10 +440,17 @@ def preexecute(app, env, added, changed, removed):
         # report is all the log says: raising an exception here would add ~60 lines of
         # Sphinx's and Jupyter Book's own traceback after it. The fingerprints of the
         # chapters that did execute are saved first (see save).
-        reports = [failure_report(Path(uri).stem, cache.get_project_record(uri).traceback or "") for uri in failed]
+        reports = [
+            failure_report(Path(uri).stem, cache.get_project_record(uri).traceback or "")
+            for uri in failed
+        ]
         report = "\n\n".join(reports)
         save(app, ExtensionError(report))
-        print(f"\n{report}\n\nThe build stopped: fix the cell above and build again.", file=sys.stderr, flush=True)
+        print(
+            f"\n{report}\n\nThe build stopped: fix the cell above and build again.",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(1)
     return []
 
@@ -414,7 +468,14 @@ def failure_report(chapter: str, traceback: str) -> str:
     parts = re.split(r"^-{10,}$", text, flags=re.M)
     cell = parts[1].strip("\n") if len(parts) >= 3 else ""
     lines = [l for l in text.splitlines() if l.strip()]
-    error = next((l.strip() for l in reversed(lines) if re.match(r"^\s*[\w.]+(Error|Exception|Exit|Interrupt)\b", l)), lines[-1] if lines else "unknown error")
+    error = next(
+        (
+            l.strip()
+            for l in reversed(lines)
+            if re.match(r"^\s*[\w.]+(Error|Exception|Exit|Interrupt)\b", l)
+        ),
+        lines[-1] if lines else "unknown error",
+    )
     numbered = "\n".join(f"    {l}" for l in cell.splitlines()[:25])
     return f"[jaxguide-fresh] chapter '{chapter}' failed: {error}\n  in the cell:\n{numbered}"
 
@@ -463,7 +524,9 @@ def lock_build(app, config) -> None:
     try:
         fcntl.flock(_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        logger.info(f"[jaxguide-fresh] another build of {folder} is running; waiting for it to finish")
+        logger.info(
+            f"[jaxguide-fresh] another build of {folder} is running; waiting for it to finish"
+        )
         fcntl.flock(_LOCK, fcntl.LOCK_EX)
 
 
@@ -497,7 +560,9 @@ def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
     ``keep_bytes`` (entries of programs no chapter compiles any more pile up)."""
     if not folder.is_dir():
         return
-    entries = sorted((p.stat().st_mtime, p.stat().st_size, p) for p in folder.rglob("*") if p.is_file())
+    entries = sorted(
+        (p.stat().st_mtime, p.stat().st_size, p) for p in folder.rglob("*") if p.is_file()
+    )
     total = sum(size for _, size, _ in entries)
     for _, size, path in entries:
         if total <= keep_bytes:
@@ -516,10 +581,16 @@ def notebook_env(nb, chapter: str | None = None) -> dict[str, str]:
     never write or read one entry at the same moment: JAX writes entries in place), or
     none of the cache if the notebook's code looks at compilation
     (:data:`SHOWS_COMPILATION`) or the chapter is not known."""
-    code = "\n".join(c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    code = "\n".join(
+        c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code"
+    )
     env = dict(KERNEL_ENV)
     if SHOWS_COMPILATION.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
-        return {k: v for k, v in env.items() if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+        return {
+            k: v
+            for k, v in env.items()
+            if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))
+        }
     if "JAX_COMPILATION_CACHE_DIR" in env:
         env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
     return env

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import myst_nb
 import myst_nb.core.render as render
-from sphinx.errors import ExtensionError
 from myst_nb.core.execute.cache import NotebookClientCache
 from myst_nb.core.utils import coalesce_streams as _myst_nb_coalesce
+from sphinx.errors import ExtensionError
 
 
 def coalesce_streams(outputs):

@@ -48,23 +48,44 @@ import re
 from pathlib import Path
 
 from docutils import nodes
-from jaxguide_cache import ContentCache, write_atomic
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
+from jaxguide_cache import ContentCache, write_atomic
+
 logger = logging.getLogger(__name__)
 
-_FA_SCRIPT = re.compile(r'[ \t]*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?')
+_FA_SCRIPT = re.compile(
+    r'[ \t]*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?'
+)
 # A whole icon rule, e.g. }.fa-magnifying-glass:before,.fa-search:before{content:"\f002"}
-_FA_CONTENT_RULE = re.compile(r'(?<=\})((?:\.fa-[a-z0-9-]+:{1,2}before,)*\.fa-[a-z0-9-]+:{1,2}before)\{content:"[^"]*"\}')
+_FA_CONTENT_RULE = re.compile(
+    r'(?<=\})((?:\.fa-[a-z0-9-]+:{1,2}before,)*\.fa-[a-z0-9-]+:{1,2}before)\{content:"[^"]*"\}'
+)
 _FA_SELECTOR = re.compile(r"\.(fa-[a-z0-9-]+):")
-_CSS_ESCAPE = re.compile(r'\\([0-9a-fA-F]{4,6})')
+_CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{4,6})")
 _CLASS_ATTR = re.compile(r'class="([^"]*\bfa[a-z-]*\b[^"]*)"')
 # Class tokens that style an icon rather than name it.
 _FA_MODIFIERS = {
-    "fa", "fas", "far", "fab", "fa-solid", "fa-regular", "fa-brands", "fa-fw", "fa-lg", "fa-xs", "fa-sm",
-    "fa-xl", "fa-2x", "fa-3x", "fa-spin", "fa-pulse", "fa-inverse", "fa-stack",
+    "fa",
+    "fas",
+    "far",
+    "fab",
+    "fa-solid",
+    "fa-regular",
+    "fa-brands",
+    "fa-fw",
+    "fa-lg",
+    "fa-xs",
+    "fa-sm",
+    "fa-xl",
+    "fa-2x",
+    "fa-3x",
+    "fa-spin",
+    "fa-pulse",
+    "fa-inverse",
+    "fa-stack",
 }
 _STYLES = {"fa", "fas", "far", "fab", "fa-solid", "fa-regular", "fa-brands"}
 
@@ -79,14 +100,18 @@ def _mathml(self, node, display: str) -> str:
     try:
         mathml = convert(latex, display=display)
     except Exception as err:  # latex2mathml raises many types for unsupported input
-        logger.warning(f"jaxguide_site: cannot render math {latex!r} as MathML: {err}", location=node)
+        logger.warning(
+            f"jaxguide_site: cannot render math {latex!r} as MathML: {err}", location=node
+        )
         return f"<code>{self.encode(latex)}</code>"
     # Keep the TeX source as an annotation: not drawn, but there for assistive
     # technology, copying and text search (MathML's <semantics>).
     head, _, rest = mathml.partition(">")
     body = rest.rsplit("</math>", 1)[0]
-    return (f'{head}><semantics><mrow>{body}</mrow><annotation encoding="application/x-tex">'
-            f"{self.encode(latex)}</annotation></semantics></math>")
+    return (
+        f'{head}><semantics><mrow>{body}</mrow><annotation encoding="application/x-tex">'
+        f"{self.encode(latex)}</annotation></semantics></math>"
+    )
 
 
 def visit_math(self, node) -> None:
@@ -129,7 +154,7 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
     if not context.get("default_mode"):
         context["default_mode"] = "auto"
     # A description for search results and link previews: the page's first paragraph.
-    if doctree is not None and "name=\"description\"" not in context.get("metatags", ""):
+    if doctree is not None and 'name="description"' not in context.get("metatags", ""):
         text = _first_paragraph(doctree)
         if text:
             context["metatags"] = context.get("metatags", "") + (
@@ -165,6 +190,7 @@ def _used_icons(outdir: Path) -> set[str]:
 
 def _keep_used_rules(css: str, used: set[str]) -> str:
     """Drop the ``.fa-<name>:before{content:...}`` rules of icons no page uses."""
+
     def keep(match: re.Match) -> str:
         return match.group(0) if used.intersection(_FA_SELECTOR.findall(match.group(1))) else ""
 
@@ -224,11 +250,19 @@ def _smaller_png(data: bytes) -> bytes:
     from PIL import Image
 
     image = Image.open(io.BytesIO(data)).convert("RGBA")
-    if image.getextrema()[3][0] == 255:  # opaque, as matplotlib's figures are: median cut is closest
-        palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    if (
+        image.getextrema()[3][0] == 255
+    ):  # opaque, as matplotlib's figures are: median cut is closest
+        palette = image.convert("RGB").quantize(
+            colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+        )
     else:
-        palette = image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-    error = np.abs(np.asarray(palette.convert("RGBA"), dtype=np.int16) - np.asarray(image, dtype=np.int16)).mean()
+        palette = image.quantize(
+            colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
+    error = np.abs(
+        np.asarray(palette.convert("RGBA"), dtype=np.int16) - np.asarray(image, dtype=np.int16)
+    ).mean()
     out = io.BytesIO()
     palette.save(out, "PNG", optimize=True)
     return out.getvalue() if error < 1.0 and out.tell() < len(data) else data
@@ -287,7 +321,7 @@ def _css_blocks(css: str):
             j = i + 1
             while j < n and css[j] != c:
                 j += 2 if css[j] == "\\" else 1
-            prelude.append(css[i:j + 1])
+            prelude.append(css[i : j + 1])
             i = j + 1
         elif c == ";":  # ends a statement at-rule: @import ...; @charset ...;
             if "".join(prelude).strip():
@@ -311,7 +345,7 @@ def _css_blocks(css: str):
                 elif d == "}":
                     depth -= 1
                 j += 1
-            yield "".join(prelude).strip(), css[i + 1:j - 1]
+            yield "".join(prelude).strip(), css[i + 1 : j - 1]
             prelude, i = [], j
         else:
             prelude.append(c)
@@ -361,7 +395,9 @@ def purge_css(css: str, used: set[str], prefixes: tuple[str, ...] = ()) -> str:
             else:
                 out.append(f"{prelude}{{{body}}}")
         else:
-            keep = [s.strip() for s in _split_top(prelude, ",") if _selector_used(s, used, prefixes)]
+            keep = [
+                s.strip() for s in _split_top(prelude, ",") if _selector_used(s, used, prefixes)
+            ]
             if keep:
                 out.append(f"{','.join(keep)}{{{body}}}")
     return "\n".join(out)
@@ -399,7 +435,10 @@ def _purge_stylesheets(outdir: Path) -> list[Path]:
     paths = {(outdir / href).resolve() for href in linked}
     for path in list(paths):  # and the stylesheets they @import (theme.css: basic.css)
         if path.is_file():
-            paths.update((path.parent / m).resolve() for m in _IMPORT.findall(path.read_text(encoding="utf-8")))
+            paths.update(
+                (path.parent / m).resolve()
+                for m in _IMPORT.findall(path.read_text(encoding="utf-8"))
+            )
     # Keep each original: the next build starts from it (_restore_stylesheets), whether
     # or not Sphinx copies its static files again (it does not when no page changed).
     originals = outdir.parent / _ORIGINALS
@@ -425,7 +464,7 @@ def _purge_stylesheets(outdir: Path) -> list[Path]:
             continue
         css = path.read_text(encoding="utf-8")
 
-        def inline(match: re.Match) -> str:
+        def inline(match: re.Match, path: Path = path) -> str:
             target = (path.parent / match.group(1)).resolve()
             if "://" in match.group(1) or not target.is_file():
                 return match.group(0)
@@ -460,19 +499,27 @@ _IMPORT_STATEMENT = re.compile(r"""@import\s+(?:url\()?["']([^"')\s;]+)["']\)?\s
 # run in order once the document is parsed, before DOMContentLoaded, where their work
 # starts; on search.html Sphinx's search tools, then the index they read).
 # documentation_options.js stays: inline scripts in <head> use what it defines.
-_HEAD_SCRIPT = re.compile(r'<script((?: data-[a-z-]+="[^"]*")*) src="((?:\.\./)*(?:_static/(?!documentation_options\.js)|searchindex\.js)[^"]*)"></script>')
-_SCORER_SCRIPT = re.compile(r'[ \t]*<script[^>]* src="(?:\.\./)*_static/jaxguide-search\.js[^"]*"></script>\n?')
+_HEAD_SCRIPT = re.compile(
+    r'<script((?: data-[a-z-]+="[^"]*")*) src="((?:\.\./)*(?:_static/(?!documentation_options\.js)|searchindex\.js)[^"]*)"></script>'
+)
+_SCORER_SCRIPT = re.compile(
+    r'[ \t]*<script[^>]* src="(?:\.\./)*_static/jaxguide-search\.js[^"]*"></script>\n?'
+)
 _IMG = re.compile(r"<img\b[^>]*>")
 _SIZE_STYLE = re.compile(r'\s*style="width: (\d+(?:\.\d+)?)px; height: (\d+(?:\.\d+)?)px;"')
-_RICH_SPAN = re.compile(r'<span style="(color: (#[0-9a-fA-F]{6}); text-decoration-color: #[0-9a-fA-F]{6}; '
-                        r'background-color: (#[0-9a-fA-F]{6}))">')
+_RICH_SPAN = re.compile(
+    r'<span style="(color: (#[0-9a-fA-F]{6}); text-decoration-color: #[0-9a-fA-F]{6}; '
+    r'background-color: (#[0-9a-fA-F]{6}))">'
+)
 _SIDEBAR_START = '<div class="sidebar-primary-items__start sidebar-primary__section">'
-_SEARCH_BUTTON = re.compile(r'(<button class="btn search-button-field search-button__button[^"]*") title="Search" aria-label="Search"')
+_SEARCH_BUTTON = re.compile(
+    r'(<button class="btn search-button-field search-button__button[^"]*") title="Search" aria-label="Search"'
+)
 
 
 def _luminance(color: str) -> float:
     """WCAG 2 relative luminance of ``#rrggbb``."""
-    channels = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    channels = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
     r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
@@ -491,7 +538,9 @@ def _readable_span(match: re.Match) -> str:
     if contrast(fg, bg) >= 4.5:
         return match.group(0)
     best = max(("#000000", "#ffffff"), key=lambda c: contrast(c, bg))
-    return match.group(0).replace(style, f"color: {best}; text-decoration-color: {best}; background-color: {bg}")
+    return match.group(0).replace(
+        style, f"color: {best}; text-decoration-color: {best}; background-color: {bg}"
+    )
 
 
 def _sized_img(tag: str, outdir: Path, page: Path) -> str:
@@ -516,11 +565,16 @@ def _sized_img(tag: str, outdir: Path, page: Path) -> str:
             width, height = image.size
     # Loaded when near the screen: figures are below the first screenful, and their
     # bytes would otherwise compete with the text for the first paint.
-    return tag.replace("<img ", f'<img width="{width}" height="{height}" loading="lazy" decoding="async" ', 1)
+    return tag.replace(
+        "<img ", f'<img width="{width}" height="{height}" loading="lazy" decoding="async" ', 1
+    )
 
 
-_ICON_FONTS = {"fa-solid-900": ("fa-solid", "fas"), "fa-brands-400": ("fa-brands", "fab"),
-               "fa-regular-400": ("fa-regular", "far")}
+_ICON_FONTS = {
+    "fa-solid-900": ("fa-solid", "fas"),
+    "fa-brands-400": ("fa-brands", "fab"),
+    "fa-regular-400": ("fa-regular", "far"),
+}
 
 
 def _preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
@@ -534,7 +588,9 @@ def _preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
     links = "".join(
         f'<link rel="preload" as="font" type="font/woff2" crossorigin '
         f'href="{prefix}_static/vendor/fontawesome/webfonts/{font}.woff2">\n'
-        for font, styles in _ICON_FONTS.items() if classes & set(styles))
+        for font, styles in _ICON_FONTS.items()
+        if classes & set(styles)
+    )
     return text.replace("</head>", links + "</head>", 1)
 
 
@@ -584,18 +640,24 @@ def _finish(app: Sphinx, exception) -> None:
         if slim != text:
             page.write_text(slim, encoding="utf-8")
         if "fontawesome.js" in slim:
-            raise ExtensionError(f"jaxguide_site: {page.name} still loads fontawesome.js; did the theme change?")
+            raise ExtensionError(
+                f"jaxguide_site: {page.name} still loads fontawesome.js; did the theme change?"
+            )
     for leftover in (static / "scripts").glob("fontawesome.js*"):
         leftover.unlink()
     used = _used_icons(outdir)
     # Always start from the theme's own files: an incremental build may keep the output's.
     theme = _theme_static()
     css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
-    (static / "styles" / "pydata-sphinx-theme.css").write_text(_keep_used_rules(css, used), encoding="utf-8")
+    (static / "styles" / "pydata-sphinx-theme.css").write_text(
+        _keep_used_rules(css, used), encoding="utf-8"
+    )
     stylesheets = "".join(p.read_text(encoding="utf-8") for p in static.rglob("*.css"))
     missing = sorted(n for n in used if not re.search(rf"\.{n}::?before[,{{]", stylesheets))
     if missing:
-        raise ExtensionError(f"jaxguide_site: no CSS rule for Font Awesome icon(s) {missing}; did the theme change?")
+        raise ExtensionError(
+            f"jaxguide_site: no CSS rule for Font Awesome icon(s) {missing}; did the theme change?"
+        )
     codepoints = _codepoints(stylesheets)
     _write_not_found(app, outdir)
     # Last, when every page is final: drop the CSS rules no page can use (most of

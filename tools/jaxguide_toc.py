@@ -25,7 +25,7 @@ class TocError(ValueError):
 
 @dataclass(frozen=True)
 class Part:
-    caption: str        # the part's caption ("" for a toc without parts)
+    caption: str  # the part's caption ("" for a toc without parts)
     pages: tuple[str, ...]
 
 
@@ -67,11 +67,14 @@ def parts(toc: Path = TOC, book: Path = BOOK) -> list[Part]:
                 names += walk(item)
         result.append(Part(subtree.caption or "", tuple(names)))
     missing = [
-        n for n in [site.root.docname] + [p for part in result for p in part.pages]
+        n
+        for n in [site.root.docname] + [p for part in result for p in part.pages]
         if not any((book / f"{n}{ext}").is_file() for ext in (".md", ".ipynb"))
     ]
     if missing:
-        raise TocError(f"{toc.name} names page(s) with no source file in {book.name}/: {', '.join(missing)}")
+        raise TocError(
+            f"{toc.name} names page(s) with no source file in {book.name}/: {', '.join(missing)}"
+        )
     return result
 
 

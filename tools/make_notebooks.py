@@ -45,10 +45,26 @@ PROVENANCE_BOX = re.compile(r"```\{glue\} provenance\n```\n*")
 TARGET_LABEL = re.compile(r"^\([\w-]+\)=\n", re.M)  # MyST cross-reference targets
 BUILD_ONLY = 'jaxguide.glue("provenance"'
 # A directive: ```{name} argument / :::{name} argument, its options, its body, its fence.
-DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?", re.S | re.M)
+DIRECTIVE = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?",
+    re.S | re.M,
+)
 ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<text>[^`]*)`")
-ADMONITIONS = {"note", "tip", "warning", "important", "caution", "attention", "danger", "error", "hint",
-               "seealso", "admonition", "dropdown", "margin"}
+ADMONITIONS = {
+    "note",
+    "tip",
+    "warning",
+    "important",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "hint",
+    "seealso",
+    "admonition",
+    "dropdown",
+    "margin",
+}
 #: What is left of MyST in a notebook's markdown if the conversion missed something.
 MYST_LEFT = re.compile(r"^(`{3,}|:{3,})\{[\w:-]+\}|\{[\w:-]+\}`|^\([\w-]+\)=\s*$", re.M)
 
@@ -64,7 +80,9 @@ def site_url() -> str:
     """The published book's address: ``html.baseurl`` in _config.yml."""
     url = yaml.safe_load((ROOT / "_config.yml").read_text()).get("html", {}).get("baseurl", "")
     if not url.startswith("https://"):
-        raise SystemExit(f"_config.yml html.baseurl must be the published site's https:// address, got {url!r}")
+        raise SystemExit(
+            f"_config.yml html.baseurl must be the published site's https:// address, got {url!r}"
+        )
     return url.rstrip("/") + "/"
 
 
@@ -92,9 +110,13 @@ def glued_code(code_cells: list[str]) -> dict[str, str]:
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and len(node.args) >= 2
-                    and getattr(node.func, "attr", getattr(node.func, "id", "")) == "glue"
-                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            if (
+                isinstance(node, ast.Call)
+                and len(node.args) >= 2
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) == "glue"
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 found[node.args[0].value] = ast.get_source_segment(src, node.args[1]) or ""
     return found
 
@@ -105,7 +127,9 @@ def included(arg: str, options: dict[str, str], chapter: Path) -> str:
     text = path.read_text()
     if "pyobject" in options:
         tree = ast.parse(text)
-        node = next((n for n in ast.walk(tree) if getattr(n, "name", None) == options["pyobject"]), None)
+        node = next(
+            (n for n in ast.walk(tree) if getattr(n, "name", None) == options["pyobject"]), None
+        )
         if node is None:
             raise ConversionError(f"literalinclude: {options['pyobject']} not found in {path.name}")
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
@@ -186,7 +210,10 @@ class Converter:
         if name in ADMONITIONS:
             title = arg if name in {"admonition", "dropdown"} and arg else name.capitalize()
             text = self.convert(body)
-            return "\n".join([f"> **{title}**", ">"] + [f"> {l}".rstrip() for l in text.splitlines()]) + "\n"
+            return (
+                "\n".join([f"> **{title}**", ">"] + [f"> {l}".rstrip() for l in text.splitlines()])
+                + "\n"
+            )
         if name in {"code-block", "code"}:
             return f"```{arg}\n{body}\n```\n"
         if name == "math":
@@ -206,8 +233,10 @@ class Converter:
             body = "".join(buf).strip("\n")
             buf.clear()
             if body and state:
-                parts.append(f"<details>\n<summary>Solution to exercise {state} (click to show)</summary>"
-                             f"\n\n{body}\n\n</details>")
+                parts.append(
+                    f"<details>\n<summary>Solution to exercise {state} (click to show)</summary>"
+                    f"\n\n{body}\n\n</details>"
+                )
             elif body:
                 parts.append(body)
 
@@ -228,11 +257,15 @@ class Converter:
             cell.source = self.hide_solutions(text, inside)
             left = MYST_LEFT.search(cell.source)
             if left:
-                raise ConversionError(f"{self.name}: MyST left in a markdown cell: {left.group(0)!r}")
+                raise ConversionError(
+                    f"{self.name}: MyST left in a markdown cell: {left.group(0)!r}"
+                )
             return cell if cell.source.strip() else None
         if self.in_solution:  # hidden behind a form title in Colab, until clicked
-            cell.source = (f"# @title Solution to exercise {self.in_solution} (double-click to show the code)"
-                           " { display-mode: \"form\" }\n" + cell.source)
+            cell.source = (
+                f"# @title Solution to exercise {self.in_solution} (double-click to show the code)"
+                ' { display-mode: "form" }\n' + cell.source
+            )
             cell.metadata["cellView"] = "form"
         return cell
 
@@ -242,7 +275,9 @@ def repository() -> tuple[str, str]:
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     url = repo["url"].rstrip("/")
     if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url):
-        raise SystemExit(f"_config.yml repository.url must be https://github.com/<owner>/<name>, got {url!r}")
+        raise SystemExit(
+            f"_config.yml repository.url must be https://github.com/<owner>/<name>, got {url!r}"
+        )
     return url, repo.get("branch", "main")
 
 
@@ -265,14 +300,14 @@ def setup_cell(url: str, tag: str) -> nbformat.NotebookNode:
         "\n"
         'if "google.colab" in sys.modules:\n'
         f'    spec = "jaxguide @ git+{url}@{tag}"\n'
-        "    pip = [sys.executable, \"-m\", \"pip\", \"install\", \"--quiet\", spec]\n"
+        '    pip = [sys.executable, "-m", "pip", "install", "--quiet", spec]\n'
         "    done = subprocess.run(pip, capture_output=True, text=True)\n"
         "    if done.returncode != 0:\n"
         "        raise SystemExit(\n"
-        "            f\"Could not install {spec}:\\n{done.stderr.strip()[-1500:]}\\n\\n\"\n"
-        "            \"Check that this runtime can reach the internet, and that the \"\n"
-        f"            \"release {tag} exists at {url}/releases. Then run this cell \"\n"
-        "            \"again: the rest of the notebook needs jaxguide.\"\n"
+        '            f"Could not install {spec}:\\n{done.stderr.strip()[-1500:]}\\n\\n"\n'
+        '            "Check that this runtime can reach the internet, and that the "\n'
+        f'            "release {tag} exists at {url}/releases. Then run this cell "\n'
+        '            "again: the rest of the notebook needs jaxguide."\n'
         "        )"
     )
 
@@ -321,14 +356,20 @@ def main(argv: list[str]) -> int:
             print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     orphans = sorted(p.stem for p in OUT.glob("*.ipynb") if p.stem not in chapters())
     if orphans and check:
-        print(f"notebooks whose chapter is not in _toc.yml: {', '.join(orphans)}. Delete them, or "
-              "add the chapters back to the toc.", file=sys.stderr)
+        print(
+            f"notebooks whose chapter is not in _toc.yml: {', '.join(orphans)}. Delete them, or "
+            "add the chapters back to the toc.",
+            file=sys.stderr,
+        )
         return 1
     for name in orphans:  # a chapter left the toc: its notebook goes too
         (OUT / f"{name}.ipynb").unlink()
         print(f"removed notebooks/{name}.ipynb (not in _toc.yml)")
     if stale:
-        print(f"notebooks missing or out of date: {', '.join(stale)}. Run: make notebooks", file=sys.stderr)
+        print(
+            f"notebooks missing or out of date: {', '.join(stale)}. Run: make notebooks",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -36,7 +36,17 @@ if TYPE_CHECKING:
 #: A batch: one array, or a pytree of arrays (e.g. ``(x, y)``) with the same leading size.
 Batch: TypeAlias = Any
 
-__all__ = ["Batch", "Block", "shard_blocks", "notation", "plot_sharding", "show", "make_mesh", "split_batch", "shard_batch"]
+__all__ = [
+    "Batch",
+    "Block",
+    "shard_blocks",
+    "notation",
+    "plot_sharding",
+    "show",
+    "make_mesh",
+    "split_batch",
+    "shard_batch",
+]
 
 _INDEX_LETTERS = "IJKLMN"
 # jax.pmap results are sharded over a mesh axis with this internal name; the notation
@@ -99,9 +109,7 @@ def shard_blocks(arr: jax.Array) -> list[Block]:
     _as_array(arr, "shard_blocks")
     holders: dict[tuple, list[int]] = {}
     for shard in arr.addressable_shards:
-        bounds = tuple(
-            tuple(s.indices(dim)[:2]) for s, dim in zip(shard.index, arr.shape)
-        )
+        bounds = tuple(tuple(s.indices(dim)[:2]) for s, dim in zip(shard.index, arr.shape))
         holders.setdefault(bounds, []).append(shard.device.id)
     return [Block(b, tuple(sorted(d))) for b, d in sorted(holders.items())]
 
@@ -227,17 +235,32 @@ def notation(
 # on every one, and each is dark enough that JAX's text picture, which picks black or
 # white text by brightness, picks white. tests/test_sharding.py measures the contrast
 # of every label in both pictures.
-DEVICE_COLORS = ("#1f77b4", "#b35900", "#2a7d2a", "#d62728", "#8c5fb8",
-                 "#8c564b", "#b8418f", "#6b6b6b", "#6f6f10", "#127f8c")
+DEVICE_COLORS = (
+    "#1f77b4",
+    "#b35900",
+    "#2a7d2a",
+    "#d62728",
+    "#8c5fb8",
+    "#8c564b",
+    "#b8418f",
+    "#6b6b6b",
+    "#6f6f10",
+    "#127f8c",
+)
 # Replicated blocks in the matplotlib picture: hatched light grey, label on a white box.
 _HATCH_FACE, _HATCH_LINES, _LABEL_BOX_ALPHA = "#f0f0f0", "#b0b0b0", 0.85
 
 
-def _device_colors(ids):
+_Color = (
+    str | tuple[float, float, float] | tuple[float, float, float, float]
+)  # a hex string or an RGB(A) tuple in 0..1
+
+
+def _device_colors(ids: Iterable[int]) -> dict[int, str]:
     return {i: DEVICE_COLORS[i % len(DEVICE_COLORS)] for i in ids}
 
 
-def _relative_luminance(color) -> float:
+def _relative_luminance(color: _Color) -> float:
     """WCAG 2 relative luminance of a colour (a hex string or an RGB(A) tuple in 0..1)."""
     from matplotlib.colors import to_rgb
 
@@ -248,15 +271,19 @@ def _relative_luminance(color) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def _contrast(a, b) -> float:
+def _contrast(a: _Color, b: _Color) -> float:
     """WCAG 2 contrast ratio of two colours, from 1 (same) to 21 (black on white)."""
     light, dark = sorted((_relative_luminance(a), _relative_luminance(b)), reverse=True)
     return (light + 0.05) / (dark + 0.05)
 
 
-def _label_color(background) -> str:
+def _label_color(background: _Color) -> str:
     """Black or white, whichever contrasts more with ``background``."""
-    return "#000000" if _contrast("#000000", background) >= _contrast("#ffffff", background) else "#ffffff"
+    return (
+        "#000000"
+        if _contrast("#000000", background) >= _contrast("#ffffff", background)
+        else "#ffffff"
+    )
 
 
 class _TextPictureColors:
@@ -265,11 +292,13 @@ class _TextPictureColors:
     one colour per block, row by row; a block held by several devices gets the colour
     of the first of them."""
 
-    def __init__(self, blocks):
-        self._colors = [DEVICE_COLORS[b.devices[0] % len(DEVICE_COLORS)] for b in blocks] or [DEVICE_COLORS[0]]
+    def __init__(self, blocks: Sequence[Block]) -> None:
+        self._colors = [DEVICE_COLORS[b.devices[0] % len(DEVICE_COLORS)] for b in blocks] or [
+            DEVICE_COLORS[0]
+        ]
         self._calls = 0
 
-    def __call__(self, value):
+    def __call__(self, value: float) -> tuple[float, ...]:
         from matplotlib.colors import to_rgb
 
         color = self._colors[self._calls % len(self._colors)]
@@ -311,7 +340,9 @@ def plot_sharding(
 
     _as_array(arr, "plot_sharding")
     if arr.ndim not in (1, 2):
-        raise ValueError(f"plot_sharding: arrays of 1 or 2 dimensions only, got shape {arr.shape}. Reshape it, or plot a slice.")
+        raise ValueError(
+            f"plot_sharding: arrays of 1 or 2 dimensions only, got shape {arr.shape}. Reshape it, or plot a slice."
+        )
     blocks = shard_blocks(arr)
     rows, cols = (1, arr.shape[0]) if arr.ndim == 1 else arr.shape
     if ax is None:
@@ -328,13 +359,33 @@ def plot_sharding(
         else:
             # Replicated: a hatched block with one colour chip per holding device along
             # its bottom edge, so that it cannot be mistaken for a split.
-            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=_HATCH_FACE, hatch="//",
-                                   edgecolor=_HATCH_LINES, linewidth=0))
+            ax.add_patch(
+                Rectangle(
+                    (c0, r0),
+                    c1 - c0,
+                    r1 - r0,
+                    facecolor=_HATCH_FACE,
+                    hatch="//",
+                    edgecolor=_HATCH_LINES,
+                    linewidth=0,
+                )
+            )
             band = 0.22 * (r1 - r0)
             w = (c1 - c0) / n
             for k, dev in enumerate(b.devices):
-                ax.add_patch(Rectangle((c0 + k * w, r1 - band), w, band, facecolor=colors[dev], edgecolor="white", linewidth=0.5))
-        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2))
+                ax.add_patch(
+                    Rectangle(
+                        (c0 + k * w, r1 - band),
+                        w,
+                        band,
+                        facecolor=colors[dev],
+                        edgecolor="white",
+                        linewidth=0.5,
+                    )
+                )
+        ax.add_patch(
+            Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2)
+        )
         if n == 1:
             label = f"D{b.devices[0]}"
         elif n <= 4:
@@ -343,13 +394,34 @@ def plot_sharding(
             label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
         if n == 1:
             # Straight on the device's colour, in black or white, whichever contrasts more.
-            ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8,
-                    fontweight="bold", color=_label_color(colors[b.devices[0]]))
+            ax.text(
+                (c0 + c1) / 2,
+                (r0 + r1) / 2,
+                label,
+                ha="center",
+                va="center",
+                fontsize=8,
+                fontweight="bold",
+                color=_label_color(colors[b.devices[0]]),
+            )
         else:
             # On a white box over the hatching.
-            ax.text((c0 + c1) / 2, (r0 + r1) / 2, label, ha="center", va="center", fontsize=8,
-                    fontweight="bold", color="#000000",
-                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=_LABEL_BOX_ALPHA, linewidth=0))
+            ax.text(
+                (c0 + c1) / 2,
+                (r0 + r1) / 2,
+                label,
+                ha="center",
+                va="center",
+                fontsize=8,
+                fontweight="bold",
+                color="#000000",
+                bbox=dict(
+                    boxstyle="round,pad=0.15",
+                    facecolor="white",
+                    alpha=_LABEL_BOX_ALPHA,
+                    linewidth=0,
+                ),
+            )
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     edges_c = sorted({e for b in blocks for e in (b.bounds[-1])})
@@ -431,7 +503,9 @@ def _batch_size(tree: Batch, what: str) -> int:
         raise ValueError(f"{what}: expected arrays with a leading batch axis, got {tree!r:.80}.")
     sizes = {l.shape[0] for l in leaves}
     if len(sizes) != 1:
-        raise ValueError(f"{what}: all arrays must have the same batch size, got leading sizes {sorted(sizes)}.")
+        raise ValueError(
+            f"{what}: all arrays must have the same batch size, got leading sizes {sorted(sizes)}."
+        )
     return sizes.pop()
 
 
