@@ -193,9 +193,9 @@ def test_scaling(book):
 
     # Roofline, communication alone: TP's (activations) grows with the width, FSDP's
     # (weights) with the parameters; the textbook's TP threshold with these numbers.
-    assert int(g["comm_grow_tens"]) < int(g["comm_grow_FSDP"])
-    assert 10 <= int(g["comm_grow_tens"]) < int(g["comm_grow_FSDP"]) / 2
-    assert int(g["comm_grow_FSDP"]) > 50
+    assert int(g["comm_grow_tp"]) < int(g["comm_grow_fsdp"])
+    assert 10 <= int(g["comm_grow_tp"]) < int(g["comm_grow_fsdp"]) / 2
+    assert int(g["comm_grow_fsdp"]) > 50
     assert g["tp_min_f"] == f"{4 * 1.97e14 / 4.5e10:,.0f}"
 
     # Checkpoint across meshes: every array equal, resumed losses agree.
