@@ -143,6 +143,30 @@ def test_only_stylesheets_block_the_first_paint(book):
 
 
 @pytest.mark.book
+def test_purge_memo_is_reused_only_while_its_inputs_match(tmp_path, monkeypatch):
+    """A rebuild reuses the purged stylesheet when the stylesheet and the site's names
+    are unchanged, and purges again when a page brings a new class."""
+    html_dir = tmp_path / "html"
+    (html_dir / "_static").mkdir(parents=True)
+    page = html_dir / "index.html"
+    page.write_text('<link rel="stylesheet" href="_static/site.css"><p class="a">x</p>')
+    original = ".a{color:red}.b{color:blue}"
+    (html_dir / "_static" / "site.css").write_text(original)
+    calls = []
+    real = jaxguide_site.purge_css
+    monkeypatch.setattr(jaxguide_site, "purge_css", lambda *a: calls.append(1) or real(*a))
+
+    def purge() -> str:
+        (html_dir / "_static" / "site.css").write_text(original)  # as the next build starts
+        jaxguide_site._purge_stylesheets(html_dir)
+        return (html_dir / "_static" / "site.css").read_text()
+
+    assert purge() == ".a{color:red}" and len(calls) == 1
+    assert purge() == ".a{color:red}" and len(calls) == 1  # from the memo
+    page.write_text(page.read_text() + '<p class="b">y</p>')
+    assert purge() == original and len(calls) == 2  # nothing left to drop
+
+
 def test_purged_stylesheets_keep_every_rule_the_pages_use(book):
     """The theme's stylesheet in the site is a fraction of the original, yet every
     selector of the original whose classes and ids all occur in the pages' markup is

@@ -42,6 +42,7 @@ the causes:
 
 from __future__ import annotations
 
+import hashlib
 import html
 import os
 import re
@@ -448,11 +449,23 @@ def _purge_stylesheets(outdir: Path) -> list[Path]:
             saved.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(saved, path.read_bytes())
     rewritten = []
+    # Purging is the slow part of a rebuild's post-processing: its result is kept per
+    # stylesheet with the digest of its inputs (the stylesheet and the site's names),
+    # and reused while they match.
+    memo = ContentCache(outdir.parent / _PURGE_MEMO, ".css")
+    names = hashlib.sha256("\n".join([*sorted(used), "", *prefixes]).encode()).hexdigest()
     for path in sorted(paths):
         if not path.is_file() or path.name.startswith("jaxguide"):
             continue
         css = path.read_text(encoding="utf-8")
-        slim = purge_css(css, used, prefixes)
+        inputs = hashlib.sha256(f"{names}\n{css}".encode()).hexdigest()
+        key = re.sub(r"[^A-Za-z0-9_-]", "_", str(path.relative_to(outdir.resolve())))
+        stored = memo.get(key)
+        if stored is not None and stored.startswith(f"{inputs}\n".encode()):
+            slim = stored[len(inputs) + 1 :].decode("utf-8")
+        else:
+            slim = purge_css(css, used, prefixes)
+            memo.put(key, f"{inputs}\n{slim}".encode())
         if len(slim) < len(css):
             path.write_text(slim, encoding="utf-8")
             rewritten.append(path.relative_to(outdir.resolve()))
@@ -705,6 +718,7 @@ def _write_not_found(app: Sphinx, outdir: Path) -> None:
 # The stylesheets _finish purged, listed in the output (one path a line), and where
 # their originals are kept (next to the output folder).
 _PURGED_LIST = ".jaxguide-purged-css"
+_PURGE_MEMO = ".jaxguide-purge-memo"  # beside the html folder, like the font cache
 _ORIGINALS = ".jaxguide-css-originals"
 
 
