@@ -449,16 +449,17 @@ def _purge_stylesheets(outdir: Path) -> list[Path]:
             saved.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(saved, path.read_bytes())
     rewritten = []
-    # Purging is the slow part of a rebuild's post-processing: its result is kept per
-    # stylesheet with the digest of its inputs (the stylesheet and the site's names),
-    # and reused while they match.
+    # Purging is the slow part of a rebuild's post-processing. Its result depends on the
+    # stylesheet, the prefixes, and which of the names its selectors use occur in the
+    # site: kept per stylesheet with the digest of those, it is reused while they match
+    # (an edited chapter rarely brings a class or id a stylesheet mentions).
     memo = ContentCache(outdir.parent / _PURGE_MEMO, ".css")
-    names = hashlib.sha256("\n".join([*sorted(used), "", *prefixes]).encode()).hexdigest()
     for path in sorted(paths):
         if not path.is_file() or path.name.startswith("jaxguide"):
             continue
         css = path.read_text(encoding="utf-8")
-        inputs = hashlib.sha256(f"{names}\n{css}".encode()).hexdigest()
+        relevant = sorted(used.intersection(_NAME_IN_SELECTOR.findall(css)))
+        inputs = hashlib.sha256("\n".join([css, *relevant, "", *prefixes]).encode()).hexdigest()
         key = re.sub(r"[^A-Za-z0-9_-]", "_", str(path.relative_to(outdir.resolve())))
         stored = memo.get(key)
         if stored is not None and stored.startswith(f"{inputs}\n".encode()):
