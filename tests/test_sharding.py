@@ -211,6 +211,9 @@ def test_notation_reads_a_partition_spec_as_a_spec():
 
     assert notation(P("x", None)) == "A[I_x, J]"
     assert notation(P(("x", "y"))) == "A[I_xy]"
+    # Longer names stay readable: braces and a comma, not "I_datamodel".
+    assert notation(P(("data", "model"), None)) == "A[I_{data,model}, J]"
+    assert notation(P("data", "model")) == "A[I_data, J_model]"
     assert notation(P("x"), "W", ndim=2) == "W[I_x, J]"
     assert notation(P(None, "y"), indices="BK") == "A[B, K_y]"
 

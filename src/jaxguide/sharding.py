@@ -162,7 +162,8 @@ def notation(
 
     Each array dimension gets an index letter (I, J, K, ... unless ``indices`` says
     otherwise); a dimension split over mesh axes gets them as a subscript (``I_xy``
-    for ``P(('x', 'y'))``); a dimension without subscript is whole on every device.
+    for ``P(('x', 'y'))``, ``I_{data,model}`` when a name is longer than a letter); a
+    dimension without subscript is whole on every device.
     ``A[I, J]`` on a mesh therefore means fully replicated. A single-device array has
     no mesh: ``A[I, J] (one device)``. A ``jax.pmap`` result's internal device axis is
     written ``pmap``: ``A[I_pmap, J]``. The notation is the one of "How to Scale Your
@@ -225,6 +226,8 @@ def notation(
     for letter, entry in zip(letters, entries):
         axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
         axes = tuple(_PMAP_AXIS_LABEL if a == _PMAP_AXIS else a for a in axes)
+        if len(axes) > 1 and any(len(a) > 1 for a in axes):
+            axes = ("{" + ",".join(axes) + "}",)  # I_{data,model}, not I_datamodel
         dims.append(letter + ("_" + "".join(axes) if axes else ""))
     text = f"{name}[{', '.join(dims)}]"
     return text if mesh is not None or spec is not None else text + " (one device)"
@@ -387,41 +390,27 @@ def plot_sharding(
             Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2)
         )
         if n == 1:
-            label = f"D{b.devices[0]}"
-        elif n <= 4:
-            label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
-        else:
-            label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
-        if n == 1:
             # Straight on the device's colour, in black or white, whichever contrasts more.
-            ax.text(
-                (c0 + c1) / 2,
-                (r0 + r1) / 2,
-                label,
-                ha="center",
-                va="center",
-                fontsize=8,
-                fontweight="bold",
-                color=_label_color(colors[b.devices[0]]),
-            )
+            label = f"D{b.devices[0]}"
+            style: dict[str, Any] = {"color": _label_color(colors[b.devices[0]])}
         else:
-            # On a white box over the hatching.
-            ax.text(
-                (c0 + c1) / 2,
-                (r0 + r1) / 2,
-                label,
-                ha="center",
-                va="center",
-                fontsize=8,
-                fontweight="bold",
-                color="#000000",
-                bbox=dict(
-                    boxstyle="round,pad=0.15",
-                    facecolor="white",
-                    alpha=_LABEL_BOX_ALPHA,
-                    linewidth=0,
-                ),
-            )
+            # In black on a white box over the hatching.
+            if n <= 4:
+                label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
+            else:
+                label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
+            box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": _LABEL_BOX_ALPHA}
+            style = {"color": "#000000", "bbox": {**box, "linewidth": 0}}
+        ax.text(
+            (c0 + c1) / 2,
+            (r0 + r1) / 2,
+            label,
+            ha="center",
+            va="center",
+            fontsize=8,
+            fontweight="bold",
+            **style,
+        )
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     edges_c = sorted({e for b in blocks for e in (b.bounds[-1])})
