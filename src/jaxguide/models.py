@@ -77,13 +77,18 @@ def _check_features(fn: str, w: Any, x: Any) -> None:
         )
 
 
-def _linear_params(fn: str, params: object) -> Any:
+def _affine(fn: str, params: object, x: ArrayLike) -> jax.Array:
+    """``x @ w + b``, after checking ``params`` and the feature count, for ``fn``'s errors."""
+    import jax.numpy as jnp
+
     if not (isinstance(params, Mapping) and {"w", "b"} <= params.keys()):
         raise TypeError(
             f"{fn}(params=...): params must be a dict with keys 'w' and 'b', as made by "
             f"init_linear, got {type(params).__name__}."
         )
-    return params
+    x = jnp.asarray(x)
+    _check_features(fn, params["w"], x)
+    return x @ params["w"] + params["b"]
 
 
 def init_linear(key: ArrayLike, n_features: int, scale: float = 0.1) -> dict[str, jax.Array]:
@@ -135,12 +140,8 @@ def predict_linear(params: LinearParams, x: ArrayLike) -> jax.Array:
         >>> predict_linear(params, jnp.array([[1.0, 1.0], [0.0, 2.0]])).tolist()
         [3.5, 2.5]
     """
-    import jax.numpy as jnp
 
-    params = _linear_params("predict_linear", params)
-    x = jnp.asarray(x)
-    _check_features("predict_linear", params["w"], x)
-    return x @ params["w"] + params["b"]
+    return _affine("predict_linear", params, x)
 
 
 def _check_targets(fn: str, pred: jax.Array, y: object) -> None:
@@ -184,10 +185,7 @@ def mse_loss(params: LinearParams, x: ArrayLike, y: ArrayLike) -> jax.Array:
     """
     import jax.numpy as jnp
 
-    params = _linear_params("mse_loss", params)
-    x = jnp.asarray(x)
-    _check_features("mse_loss", params["w"], x)
-    pred = x @ params["w"] + params["b"]
+    pred = _affine("mse_loss", params, x)
     _check_targets("mse_loss", pred, y)
     return jnp.mean((pred - jnp.asarray(y)) ** 2)
 
@@ -213,12 +211,8 @@ def predict_logistic(params: LinearParams, x: ArrayLike) -> jax.Array:
         0.5
     """
     import jax
-    import jax.numpy as jnp
 
-    params = _linear_params("predict_logistic", params)
-    x = jnp.asarray(x)
-    _check_features("predict_logistic", params["w"], x)
-    return jax.nn.sigmoid(x @ params["w"] + params["b"])
+    return jax.nn.sigmoid(_affine("predict_logistic", params, x))
 
 
 def logistic_loss(params: LinearParams, x: ArrayLike, y: ArrayLike) -> jax.Array:
@@ -250,10 +244,7 @@ def logistic_loss(params: LinearParams, x: ArrayLike, y: ArrayLike) -> jax.Array
     import jax.numpy as jnp
     import numpy as np
 
-    params = _linear_params("logistic_loss", params)
-    x = jnp.asarray(x)
-    _check_features("logistic_loss", params["w"], x)
-    logits = x @ params["w"] + params["b"]
+    logits = _affine("logistic_loss", params, x)
     _check_targets("logistic_loss", logits, y)
     labels = _checks.concrete_or_none(y)
     if labels is not None and not np.all((labels == 0) | (labels == 1)):
