@@ -164,10 +164,18 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
         data != (repo / "_build/jupyter_execute" / name).read_bytes()
         for name, data in shrunk.items()
     )
+    pages = {p.name: p.read_bytes() for p in (repo / "_build/html").glob("*.html")}
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY.replace("0.0015", "2.5"))
     log, _ = build(repo)
     assert executed(log) == {"b"}
     assert "formatted: 2.5 s" in (repo / "_build/html/b.html").read_text()
+    # The site extension finished the pages Sphinx wrote again (b, and a, the root, which
+    # Sphinx always writes) and left the others as they were.
+    after = {p.name: p.read_bytes() for p in (repo / "_build/html").glob("*.html")}
+    assert after.keys() == pages.keys()
+    assert [n for n in pages if after[n] != pages[n]] == ["b.html"]
+    for name in ("a.html", "b.html"):
+        assert b"fontawesome.js" not in after[name] and b'role="banner"' in after[name], name
     assert {p.name: p.read_bytes() for p in (repo / "_build/html/_images").glob("*.png")} == shrunk
 
 

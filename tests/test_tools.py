@@ -1,8 +1,10 @@
 """Build tooling in tools/: the staleness fingerprint, the exact stream merge, the
 files kept between builds, the build lock and the toc reader."""
 
+import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -246,3 +248,218 @@ def test_toc_forms(tmp_path):
     with pytest.raises(toc.TocError, match="cannot be read"):
         toc.pages(*bad)
     assert toc.pages()[0] == "index" and "numpy" in toc.pages()  # this book's own toc
+
+
+# ----------------------------------------------------------------------------- rebuild shortcuts
+
+INDEX_RST = """Book
+====
+
+.. toctree::
+   :numbered:
+
+   one
+   two
+"""
+
+ONE_RST = """One
+===
+
+.. code-block:: python
+   :caption: First listing
+
+   x = 1
+
+.. code-block:: python
+
+   no_caption = True
+
+.. table:: A table
+
+   ===  ===
+   a    b
+   ===  ===
+   1    2
+   ===  ===
+
+Part
+----
+
+.. code-block:: python
+   :caption: Second listing
+
+   y = 2
+
+.. exercise:: Add
+   :label: one-ex
+
+   Add two numbers.
+
+.. solution:: one-ex
+   :label: one-sol
+
+   ``1 + 1``
+"""
+
+TWO_RST = """Two
+===
+
+.. code-block:: python
+   :caption: Only listing
+
+   z = 3
+
+.. exercise:: Multiply
+   :label: two-ex
+
+   Multiply two numbers, then see :ref:`one-ex`.
+"""
+
+
+def _sphinx_build(src, tmp_path):
+    import io
+
+    from sphinx.application import Sphinx
+
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(tmp_path / "out"),
+        str(tmp_path / "doctrees"),
+        "html",
+        status=None,
+        warning=io.StringIO(),
+        freshenv=False,
+    )
+    app.build()
+    return app
+
+
+def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_path):
+    """The shortcut gives the numbers Sphinx's own walk over the full doctrees gives,
+    on a first build and after an edit that moves them; the environment it pickles
+    holds no document."""
+    import pickle
+
+    from sphinx.environment.collectors.toctree import TocTreeCollector
+
+    import jaxguide_incremental as inc
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        "extensions = ['sphinx_exercise', 'jaxguide_incremental']\n"
+        "numfig = True\n"
+    )
+    (src / "index.rst").write_text(INDEX_RST)
+    (src / "one.rst").write_text(ONE_RST)
+    (src / "two.rst").write_text(TWO_RST)
+
+    def check(app) -> dict:
+        env = app.env
+        patched = TocTreeCollector.assign_figure_numbers
+        ours = {d: {k: dict(v) for k, v in n.items()} for d, n in env.toc_fignumbers.items()}
+        assert patched.jaxguide and set(env.jaxguide_figure_skeletons) == set(env.all_docs)
+        patched.original(TocTreeCollector(), env)  # Sphinx's walk over the full doctrees
+        assert ours == env.toc_fignumbers
+        # The environment as pickled (sphinx-exercise puts live nodes back while writing
+        # pages, after that) keeps the exercises' nodes without their pages.
+        with open(tmp_path / "doctrees" / "environment.pickle", "rb") as f:
+            registry = pickle.load(f).sphinx_exercise_registry
+        assert set(registry) == {"one-ex", "one-sol", "two-ex"}
+        assert not any(inc._attached(entry["node"]) for entry in registry.values())
+        return ours
+
+    numbers = check(_sphinx_build(src, tmp_path))
+    assert sorted(numbers["one"]["code-block"].values()) == [(1, 1), (1, 2)]  # captioned only
+    assert list(numbers["one"]["table"].values()) == [(1, 1)]
+    assert numbers["one"]["exercise"] == {"one-ex": (1, 1)}
+    assert numbers["two"]["exercise"] == {"two-ex": (2, 1)}
+    assert "First listing" in (tmp_path / "out" / "one.html").read_text()
+
+    # An edit moves the numbers of the edited page only; its skeleton is made again.
+    before = dict(_sphinx_build(src, tmp_path).env.jaxguide_figure_skeletons)
+    (src / "two.rst").write_text(
+        TWO_RST.replace(
+            "Two\n===\n", "Two\n===\n\n.. code-block:: python\n   :caption: New\n\n   w = 0\n"
+        )
+    )
+    app = _sphinx_build(src, tmp_path)
+    numbers = check(app)
+    assert sorted(numbers["two"]["code-block"].values()) == [(2, 1), (2, 2)]
+    after = app.env.jaxguide_figure_skeletons
+    assert after["one"] == before["one"] and after["two"] != before["two"]
+    # The edited page's reference to an exercise on a page not read again is resolved
+    # from the detached node the environment kept.
+    two = (tmp_path / "out" / "two.html").read_text()
+    assert re.search(
+        r'href="one.html#one-ex"[^>]*><span class="std std-numref">Exercise 1.1', two
+    ), two
+
+
+def test_an_untested_release_builds_without_the_shortcut():
+    import jaxguide_incremental as inc
+
+    assert inc.tested("sphinx", "7.4.7") and inc.tested("sphinx-exercise", "1.2.1")
+    assert not inc.tested("sphinx", "8.1.0") and not inc.tested("sphinx-exercise", "1.3.0")
+
+
+def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
+    """Inside ``reading_once`` each reader call gives a fresh copy of one parse, and a
+    changed file is parsed again."""
+    import jupyter_cache.cache.main as cache_main
+
+    parses = []
+
+    def fake_get_reader(data):
+        def read(uri):
+            parses.append(uri)
+            return {"text": Path(uri).read_text(), "cells": []}
+
+        return read
+
+    monkeypatch.setattr(cache_main, "get_reader", fake_get_reader)
+    chapter = tmp_path / "c.md"
+    chapter.write_text("one")
+    with fresh.reading_once():
+        read = cache_main.get_reader({"type": "plugin", "name": "myst_nb_md"})
+        a, b = read(str(chapter)), read(str(chapter))
+        assert a == b == {"text": "one", "cells": []} and a is not b and len(parses) == 1
+        a["cells"].append("executed")  # an executor changes its copy
+        assert read(str(chapter))["cells"] == []
+        chapter.write_text("two, longer")
+        assert read(str(chapter))["text"] == "two, longer" and len(parses) == 2
+    assert cache_main.get_reader is fake_get_reader  # put back on the way out
+
+
+def test_page_memo_reads_a_page_again_only_when_it_changed(tmp_path, monkeypatch, caplog):
+    import json
+
+    import jaxguide_site as site
+
+    out = tmp_path / "html"
+    out.mkdir()
+    page = out / "a.html"
+    page.write_text('<i class="fab fa-github"></i><p class="intro">hello</p>')
+    reads = []
+    real = site._icons_in
+    monkeypatch.setattr(site, "_icons_in", lambda text: reads.append(1) or real(text))
+    memo = site.PageMemo(out)
+    assert memo.entry(page)["icons"] == ["fa-github"]
+    assert {"intro", "hello"} <= set(memo.entry(page)["words"]) and len(reads) == 1
+    memo.save()
+
+    again = site.PageMemo(out)
+    assert again.final(page, page.read_text())
+    assert again.entry(page)["icons"] == ["fa-github"] and len(reads) == 1  # from the memo
+    page.write_text("<p>bye</p>")
+    assert not again.final(page, page.read_text())
+    assert again.entry(page)["icons"] == [] and len(reads) == 2
+    page.unlink()
+    again.save()
+    assert json.loads(again.path.read_text()) == {}  # a page that is gone is forgotten
+
+    again.path.write_text("{broken")
+    assert site.PageMemo(out).pages == {}  # unreadable: every page is read again

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import functools
 import gc
 import hashlib
@@ -397,10 +398,7 @@ def preexecute(app, env, added, changed, removed):
     cache. A chapter that fails stops the build with :func:`failure_report`'s short
     report (chapter, error, cell), one chapter or many, and is not executed again.
     """
-    import logging as std_logging
-
     from jupyter_cache import get_cache
-    from jupyter_cache.executors import load_executor
 
     # Only pages Sphinx is about to read can need executing: new, edited or stale ones.
     candidates = set(added) | set(changed) | set(getattr(app.env, "jaxguide_stale", ()))
@@ -409,11 +407,55 @@ def preexecute(app, env, added, changed, removed):
         return []
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     paths = [str(p.resolve()) for p in chapters.values()]
-    for path in paths:
-        cache.add_nb_to_project(path, read_data={"type": "plugin", "name": "myst_nb_md"})
-    pending = [r.uri for r in cache.list_unexecuted(filter_uris=paths)]
-    if not pending:
-        return []
+    with reading_once():
+        for path in paths:
+            cache.add_nb_to_project(path, read_data={"type": "plugin", "name": "myst_nb_md"})
+        pending = [r.uri for r in cache.list_unexecuted(filter_uris=paths)]
+        if pending:
+            _execute(app, cache, pending)
+    return []
+
+
+@contextlib.contextmanager
+def reading_once():
+    """Within this block, jupyter-cache parses each chapter once. It parses a chapter's
+    Markdown into a notebook each time it is asked about it: three times before
+    executing it (``list_unexecuted`` here, again in the executor, then to execute it).
+    Each reader call returns a fresh copy of the notebook it parsed, while the file is
+    unchanged (same modification time and size)."""
+    import copy
+
+    import jupyter_cache.cache.main as cache_main
+
+    original = cache_main.get_reader
+    parsed: dict[tuple, object] = {}
+
+    def get_reader(data):
+        reader = original(data)
+
+        def read(uri):
+            stat = os.stat(uri)
+            key = (json.dumps(data, sort_keys=True), str(uri), stat.st_mtime_ns, stat.st_size)
+            if key not in parsed:
+                parsed[key] = reader(uri)
+            return copy.deepcopy(parsed[key])
+
+        return read
+
+    cache_main.get_reader = get_reader
+    try:
+        yield
+    finally:
+        cache_main.get_reader = original
+
+
+def _execute(app, cache, pending: list[str]) -> None:
+    """Execute the chapters ``pending`` (their URIs) into ``cache``; stop the build with
+    :func:`failure_report` if one fails."""
+    import logging as std_logging
+
+    from jupyter_cache.executors import load_executor
+
     names = ", ".join(sorted(Path(u).stem for u in pending))
     parallel = app.config.jaxguide_parallel_execution and len(pending) > 1
     if parallel:
@@ -455,7 +497,6 @@ def preexecute(app, env, added, changed, removed):
             flush=True,
         )
         raise SystemExit(1)
-    return []
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

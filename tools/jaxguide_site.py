@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import os
 import re
 from pathlib import Path
@@ -178,15 +179,78 @@ def _first_paragraph(doctree, limit: int = 200) -> str:
 # ----------------------------------------------------------------------------- icons
 
 
-def _used_icons(outdir: Path) -> set[str]:
-    """Names of the Font Awesome icons the pages use: ``fa-github`` in ``class="fab fa-github"``."""
+def _icons_in(text: str) -> set[str]:
+    """Names of the Font Awesome icons a page uses: ``fa-github`` in ``class="fab fa-github"``."""
     used = set()
-    for page in outdir.rglob("*.html"):
-        for classes in _CLASS_ATTR.findall(page.read_text(encoding="utf-8")):
-            tokens = classes.split()
-            if any(t in _STYLES for t in tokens):
-                used.update(t for t in tokens if t.startswith("fa-") and t not in _FA_MODIFIERS)
+    for classes in _CLASS_ATTR.findall(text):
+        tokens = classes.split()
+        if any(t in _STYLES for t in tokens):
+            used.update(t for t in tokens if t.startswith("fa-") and t not in _FA_MODIFIERS)
     return used
+
+
+def _used_icons(outdir: Path, memo: PageMemo | None = None) -> set[str]:
+    """Names of the Font Awesome icons the pages use."""
+    memo = memo or PageMemo(outdir)
+    return set().union(*(set(memo.entry(page)["icons"]) for page in outdir.rglob("*.html")))
+
+
+class PageMemo:
+    """What the site's finishing steps read from each page (the words in it, the icons it
+    uses), kept beside the output with the digest of the page it was read from: a
+    rebuild reads again only the pages Sphinx wrote. A digest also tells whether a
+    page is already in its final form (:meth:`final`). Saved atomically; an unreadable
+    memo counts as empty."""
+
+    NAME = ".jaxguide-page-memo.json"
+
+    def __init__(self, outdir: Path):
+        self.outdir = outdir
+        self.path = outdir.parent / self.NAME
+        self.pages: dict[str, dict] = {}
+        if self.path.is_file():
+            try:
+                pages = json.loads(self.path.read_text(encoding="utf-8"))
+                if not isinstance(pages, dict):
+                    raise ValueError("not an object")
+                self.pages = pages
+            except (ValueError, UnicodeDecodeError) as err:
+                logger.info(
+                    f"[jaxguide-site] {self.path.name} unreadable ({err}): reading every page"
+                )
+        self.changed = False
+
+    def _key(self, page: Path) -> str:
+        return page.relative_to(self.outdir).as_posix()
+
+    @staticmethod
+    def _digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def final(self, page: Path, text: str) -> bool:
+        """Whether ``text`` is what this memo last recorded for ``page``."""
+        entry = self.pages.get(self._key(page))
+        return isinstance(entry, dict) and entry.get("digest") == self._digest(text)
+
+    def entry(self, page: Path) -> dict:
+        """``{"digest", "words", "icons"}`` for the page as it is now."""
+        text = page.read_text(encoding="utf-8")
+        if self.final(page, text):
+            return self.pages[self._key(page)]
+        entry = {
+            "digest": self._digest(text),
+            "words": sorted(set(_WORD.findall(text))),
+            "icons": sorted(_icons_in(text)),
+        }
+        self.pages[self._key(page)] = entry
+        self.changed = True
+        return entry
+
+    def save(self) -> None:
+        live = {self._key(p) for p in self.outdir.rglob("*.html")}
+        pages = {k: v for k, v in self.pages.items() if k in live}
+        if self.changed or pages.keys() != self.pages.keys():
+            write_atomic(self.path, json.dumps(pages, sort_keys=True).encode())
 
 
 def _keep_used_rules(css: str, used: set[str]) -> str:
@@ -407,13 +471,14 @@ def purge_css(css: str, used: set[str], prefixes: tuple[str, ...] = ()) -> str:
 _WORD = re.compile(r"[A-Za-z0-9_-]+")  # names may start with "-" or a digit: "-Color-Blue"
 
 
-def _names_in_site(outdir: Path) -> tuple[set[str], tuple[str, ...]]:
+def _names_in_site(outdir: Path, memo: PageMemo | None = None) -> tuple[set[str], tuple[str, ...]]:
     """Every word in the site's pages and scripts (a superset of the classes and ids
     that can ever be on an element), and the words ending in ``-`` that scripts join
     to a variable part (``"bs-" + placement``), as prefixes."""
+    memo = memo or PageMemo(outdir)
     words: set[str] = set()
     for page in outdir.rglob("*.html"):
-        words.update(_WORD.findall(page.read_text(encoding="utf-8")))
+        words.update(memo.entry(page)["words"])
     scripts: set[str] = set()
     for script in outdir.rglob("*.js"):
         if script.name == "searchindex.js":
@@ -423,10 +488,10 @@ def _names_in_site(outdir: Path) -> tuple[set[str], tuple[str, ...]]:
     return words | scripts, prefixes
 
 
-def _purge_stylesheets(outdir: Path) -> list[Path]:
+def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]:
     """Purge every stylesheet the pages link or import (but the book's own) of rules no
     page can use; return the files rewritten, relative to ``outdir``."""
-    used, prefixes = _names_in_site(outdir)
+    used, prefixes = _names_in_site(outdir, memo)
     linked = set()
     for page in outdir.glob("*.html"):
         for link in _LINK.findall(page.read_text(encoding="utf-8")):
@@ -648,8 +713,13 @@ def _finish(app: Sphinx, exception) -> None:
     # of render-blocking scripts. The search dialog submits to search.html either way.
     as_you_type = (app.config.html_theme_options or {}).get("search_as_you_type", False)
     _shrink_images(outdir)
+    # Only the pages Sphinx wrote in this build need rewriting: the others are as the
+    # last build left them, which the memo recognises by their digest.
+    memo = PageMemo(outdir)
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
+        if memo.final(page, text):
+            continue
         slim = _rewrite_page(text, page, outdir, as_you_type=as_you_type)
         if slim != text:
             page.write_text(slim, encoding="utf-8")
@@ -659,7 +729,7 @@ def _finish(app: Sphinx, exception) -> None:
             )
     for leftover in (static / "scripts").glob("fontawesome.js*"):
         leftover.unlink()
-    used = _used_icons(outdir)
+    used = _used_icons(outdir, memo)
     # Always start from the theme's own files: an incremental build may keep the output's.
     theme = _theme_static()
     css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
@@ -677,7 +747,8 @@ def _finish(app: Sphinx, exception) -> None:
     # Last, when every page is final: drop the CSS rules no page can use (most of
     # Bootstrap's and sphinx-design's), so the stylesheets that block the first paint
     # are a fraction of their size. Their originals come back at the next build.
-    rewritten = _purge_stylesheets(outdir)
+    rewritten = _purge_stylesheets(outdir, memo)
+    memo.save()
     write_atomic(outdir / _PURGED_LIST, "\n".join(str(p) for p in rewritten).encode())
     fonts = theme / "vendor" / "fontawesome"
     for font in list(fonts.rglob("*.woff2")) + list(fonts.rglob("*.ttf")):
