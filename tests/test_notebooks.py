@@ -191,6 +191,10 @@ def test_colab_and_download_buttons(book):
         assert downloads == {f"_sources/{chapter}.md", f"_sources/{chapter}.ipynb"}, downloads
         executed = json.loads((book.html / "_sources" / f"{chapter}.ipynb").read_text())
         assert any(c.get("outputs") for c in executed["cells"] if c["cell_type"] == "code")
+        # The same in every build: named cells, not the reader's random ids.
+        assert [c["id"] for c in executed["cells"]] == [
+            f"{chapter}-{i}" for i in range(len(executed["cells"]))
+        ]
 
 
 @pytest.mark.book

@@ -1,4 +1,4 @@
-"""Sphinx extension (build tooling): two fixes for myst-nb 1.4, each found by this
+"""Sphinx extension (build tooling): three fixes for myst-nb 1.4, each found by this
 book's tests.
 
 1. **Stream merging.** A kernel sends ``print`` output in chunks whose boundaries
@@ -16,12 +16,18 @@ book's tests.
    the merged notebook replaces the client's reference, not the object myst-nb
    writes. The cached outputs are merged into that object in place instead.
 
+3. **Cell ids.** The Markdown reader gives each cell a random id, so the executed
+   notebook differed from build to build in its ids alone. Its cells are named
+   ``<page>-<index>`` instead (:func:`stable_cell_ids`).
+
 Both patch myst-nb's internals, so they are applied only to the myst-nb release they
 were written and tested for (:data:`TESTED`); another release stops the build with a
 message saying what to check, rather than patching code that may have changed.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import myst_nb
 import myst_nb.core.render as render
@@ -54,6 +60,15 @@ def start_client(self):
         original.clear()
         original.update(self._notebook)
         self._notebook = original
+    stable_cell_ids(original, Path(self._path).stem if self._path else "cell")
+
+
+def stable_cell_ids(notebook, name: str) -> None:
+    """Name each cell ``<page>-<index>`` (as tools/make_notebooks.py names the Colab
+    notebooks' cells) in place of the random id the Markdown reader gave it."""
+    for i, cell in enumerate(notebook.get("cells", [])):
+        if "id" in cell:
+            cell["id"] = f"{name}-{i}"
 
 
 #: The myst-nb releases these patches were written and tested for.
