@@ -1,6 +1,7 @@
 """Build tooling in tools/: the staleness fingerprint, the exact stream merge, the
 files kept between builds, the build lock and the toc reader."""
 
+import os
 import re
 import sys
 import types
@@ -290,10 +291,25 @@ Part
 
    y = 2
 
+Deeper
+~~~~~~
+
+.. only:: html
+
+   .. code-block:: python
+      :caption: Listing for the web
+
+      v = 4
+
 .. exercise:: Add
    :label: one-ex
 
    Add two numbers.
+
+   .. code-block:: python
+      :caption: A listing inside an exercise
+
+      u = 5
 
 .. solution:: one-ex
    :label: one-sol
@@ -335,10 +351,12 @@ def _sphinx_build(src, tmp_path):
     return app
 
 
-def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_path):
+@pytest.mark.parametrize("numbered", [True, False])
+def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_path, numbered):
     """The shortcut gives the numbers Sphinx's own walk over the full doctrees gives,
-    on a first build and after an edit that moves them; the environment it pickles
-    holds no document."""
+    on a first build and after edits that move them, on the edited page or (numbers
+    counted across the book, with no section numbers) on a page not read again; the
+    environment it pickles holds no document."""
     import pickle
 
     from sphinx.environment.collectors.toctree import TocTreeCollector
@@ -353,7 +371,9 @@ def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_p
         "extensions = ['sphinx_exercise', 'jaxguide_incremental']\n"
         "numfig = True\n"
     )
-    (src / "index.rst").write_text(INDEX_RST)
+    (src / "index.rst").write_text(
+        INDEX_RST if numbered else INDEX_RST.replace("   :numbered:\n", "")
+    )
     (src / "one.rst").write_text(ONE_RST)
     (src / "two.rst").write_text(TWO_RST)
 
@@ -362,6 +382,7 @@ def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_p
         patched = TocTreeCollector.assign_figure_numbers
         ours = {d: {k: dict(v) for k, v in n.items()} for d, n in env.toc_fignumbers.items()}
         assert patched.jaxguide and set(env.jaxguide_figure_skeletons) == set(env.all_docs)
+        assert "get_doctree" not in env.__dict__  # Sphinx's own method again
         patched.original(TocTreeCollector(), env)  # Sphinx's walk over the full doctrees
         assert ours == env.toc_fignumbers
         # The environment as pickled (sphinx-exercise puts live nodes back while writing
@@ -372,31 +393,44 @@ def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_p
         assert not any(inc._attached(entry["node"]) for entry in registry.values())
         return ours
 
-    numbers = check(_sphinx_build(src, tmp_path))
-    assert sorted(numbers["one"]["code-block"].values()) == [(1, 1), (1, 2)]  # captioned only
-    assert list(numbers["one"]["table"].values()) == [(1, 1)]
-    assert numbers["one"]["exercise"] == {"one-ex": (1, 1)}
-    assert numbers["two"]["exercise"] == {"two-ex": (2, 1)}
-    assert "First listing" in (tmp_path / "out" / "one.html").read_text()
+    def listings(numbers: dict, page: str) -> list:
+        return sorted(numbers[page]["code-block"].values())
 
-    # An edit moves the numbers of the edited page only; its skeleton is made again.
+    numbers = check(_sphinx_build(src, tmp_path))
+    if numbered:
+        # Captioned listings only, counted per chapter; the one under `only` and the
+        # one inside an exercise too.
+        assert listings(numbers, "one") == [(1, 1), (1, 2), (1, 3), (1, 4)]
+        assert list(numbers["one"]["table"].values()) == [(1, 1)]
+        assert numbers["one"]["exercise"] == {"one-ex": (1, 1)}
+        assert numbers["two"]["exercise"] == {"two-ex": (2, 1)}
+    else:
+        assert listings(numbers, "one") == [(1,), (2,), (3,), (4,)]
+        assert listings(numbers, "two") == [(5,)]
+
+    # An edit to the second page moves its numbers; its skeleton is made again.
     before = dict(_sphinx_build(src, tmp_path).env.jaxguide_figure_skeletons)
-    (src / "two.rst").write_text(
-        TWO_RST.replace(
-            "Two\n===\n", "Two\n===\n\n.. code-block:: python\n   :caption: New\n\n   w = 0\n"
-        )
-    )
+    new_listing = "\n.. code-block:: python\n   :caption: New\n\n   w = 0\n"
+    (src / "two.rst").write_text(TWO_RST.replace("Two\n===\n", "Two\n===\n" + new_listing))
     app = _sphinx_build(src, tmp_path)
     numbers = check(app)
-    assert sorted(numbers["two"]["code-block"].values()) == [(2, 1), (2, 2)]
+    assert listings(numbers, "two") == ([(2, 1), (2, 2)] if numbered else [(5,), (6,)])
     after = app.env.jaxguide_figure_skeletons
     assert after["one"] == before["one"] and after["two"] != before["two"]
     # The edited page's reference to an exercise on a page not read again is resolved
     # from the detached node the environment kept.
     two = (tmp_path / "out" / "two.html").read_text()
-    assert re.search(
-        r'href="one.html#one-ex"[^>]*><span class="std std-numref">Exercise 1.1', two
-    ), two
+    assert re.search(r'href="one.html#one-ex"[^>]*><span class="std std-numref">Exercise 1', two)
+
+    # An edit to the first page: without section numbers, the second page's listings
+    # move too, although that page is not read again (its stored skeleton is used).
+    (src / "one.rst").write_text(ONE_RST.replace("One\n===\n", "One\n===\n" + new_listing))
+    app = _sphinx_build(src, tmp_path)
+    numbers = check(app)
+    assert app.env.jaxguide_figure_skeletons["two"] == after["two"]
+    assert listings(numbers, "two") == ([(2, 1), (2, 2)] if numbered else [(6,), (7,)])
+    if not numbered:
+        assert "Listing 7" in (tmp_path / "out" / "two.html").read_text()
 
 
 def test_an_untested_release_builds_without_the_shortcut():
@@ -431,6 +465,11 @@ def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
         assert read(str(chapter))["cells"] == []
         chapter.write_text("two, longer")
         assert read(str(chapter))["text"] == "two, longer" and len(parses) == 2
+        # An edit of the same size is seen by its modification time.
+        stat = chapter.stat()
+        chapter.write_text("six, longer")
+        os.utime(chapter, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+        assert read(str(chapter))["text"] == "six, longer" and len(parses) == 3
     assert cache_main.get_reader is fake_get_reader  # put back on the way out
 
 
@@ -457,9 +496,27 @@ def test_page_memo_reads_a_page_again_only_when_it_changed(tmp_path, monkeypatch
     page.write_text("<p>bye</p>")
     assert not again.final(page, page.read_text())
     assert again.entry(page)["icons"] == [] and len(reads) == 2
+    assert site.PageMemo(out, setting="other").pages == {}  # finished otherwise: start again
     page.unlink()
     again.save()
-    assert json.loads(again.path.read_text()) == {}  # a page that is gone is forgotten
+    assert json.loads(again.path.read_text())["pages"] == {}  # a page that is gone is forgotten
 
     again.path.write_text("{broken")
     assert site.PageMemo(out).pages == {}  # unreadable: every page is read again
+
+
+def test_page_memo_is_tied_to_the_code_that_finishes_pages(tmp_path, monkeypatch):
+    """A change to the site extension's code (what a final page is) empties the memo."""
+    import jaxguide_site as site
+
+    out = tmp_path / "html"
+    out.mkdir()
+    (out / "a.html").write_text("<p>hello</p>")
+    memo = site.PageMemo(out)
+    memo.entry(out / "a.html")
+    memo.save()
+    assert site.PageMemo(out).pages
+    code = tmp_path / "jaxguide_site.py"
+    code.write_bytes(Path(site.__file__).read_bytes() + b"\n# changed\n")
+    monkeypatch.setattr(site, "__file__", str(code))
+    assert site.PageMemo(out).pages == {}

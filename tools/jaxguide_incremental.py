@@ -120,20 +120,26 @@ def skeleton(env, doctree: nodes.Element) -> nodes.Element:
 
 
 def _kinds(env) -> str:
-    """What decides which nodes are numbered: Sphinx's release and each domain's
-    enumerable node classes."""
+    """What decides which nodes are numbered and how a skeleton is made: Sphinx's
+    release, each domain's class and enumerable nodes (with their figure type and title
+    getter), and this module's code."""
     import sphinx
 
-    return repr(
-        [
-            sphinx.__version__,
-            *sorted(
-                f"{domain.name}:{cls.__module__}.{cls.__qualname__}:{kind[0]}"
-                for domain in env.domains.values()
+    def name(obj) -> str:
+        return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+    domains = sorted(
+        f"{domain.name}:{name(type(domain))}:"
+        + ",".join(
+            sorted(
+                f"{name(cls)}={kind[0]}/{name(kind[1])}"
                 for cls, kind in getattr(domain, "enumerable_nodes", {}).items()
-            ),
-        ]
+            )
+        )
+        for domain in env.domains.values()
     )
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return repr([sphinx.__version__, code, *domains])
 
 
 def _serialised(env, docname: str) -> bytes:
@@ -147,11 +153,13 @@ def _serialised(env, docname: str) -> bytes:
     return data
 
 
-def skeleton_of(env, docname: str) -> nodes.Element:
-    """The skeleton of page ``docname``: the stored one while its doctree is unchanged,
-    else made from the doctree and stored (in ``env.jaxguide_figure_skeletons``)."""
+def skeleton_of(env, docname: str, kinds: str | None = None) -> nodes.Element:
+    """The skeleton of page ``docname``: the stored one while its doctree (and
+    ``kinds``, :func:`_kinds`) is unchanged, else made from the doctree and stored (in
+    ``env.jaxguide_figure_skeletons``)."""
     store = env.__dict__.setdefault("jaxguide_figure_skeletons", {})
-    digest = hashlib.sha256(_serialised(env, docname) + _kinds(env).encode()).hexdigest()
+    kinds = _kinds(env) if kinds is None else kinds
+    digest = hashlib.sha256(_serialised(env, docname) + kinds.encode()).hexdigest()
     stored = store.get(docname)
     if stored is not None and stored[0] == digest:
         return pickle.loads(stored[1])
@@ -175,11 +183,16 @@ def _patch_figure_numbers() -> None:
         store = env.__dict__.setdefault("jaxguide_figure_skeletons", {})
         for gone in set(store) - set(env.all_docs):
             del store[gone]
-        env.get_doctree = lambda docname: skeleton_of(env, docname)  # this call only
+        before = env.__dict__.get("get_doctree")  # another extension's, if any
+        kinds = _kinds(env)
+        env.get_doctree = lambda docname: skeleton_of(env, docname, kinds)  # this call only
         try:
             return original(self, env)
         finally:
-            del env.get_doctree
+            if before is None:
+                del env.get_doctree
+            else:
+                env.get_doctree = before
 
     assign_figure_numbers.jaxguide = True  # type: ignore[attr-defined]
     assign_figure_numbers.original = original  # type: ignore[attr-defined]

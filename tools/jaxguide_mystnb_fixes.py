@@ -27,6 +27,7 @@ message saying what to check, rather than patching code that may have changed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import myst_nb
@@ -66,9 +67,11 @@ def start_client(self):
 def stable_cell_ids(notebook, name: str) -> None:
     """Name each cell ``<page>-<index>`` (as tools/make_notebooks.py names the Colab
     notebooks' cells) in place of the random id the Markdown reader gave it."""
+    # nbformat allows 1 to 64 of [a-zA-Z0-9-_] in an id.
+    prefix = re.sub(r"[^A-Za-z0-9_-]", "-", name)[:50] or "cell"
     for i, cell in enumerate(notebook.get("cells", [])):
         if "id" in cell:
-            cell["id"] = f"{name}-{i}"
+            cell["id"] = f"{prefix}-{i}"
 
 
 #: The myst-nb releases these patches were written and tested for.

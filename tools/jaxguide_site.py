@@ -199,21 +199,25 @@ class PageMemo:
     """What the site's finishing steps read from each page (the words in it, the icons it
     uses), kept beside the output with the digest of the page it was read from: a
     rebuild reads again only the pages Sphinx wrote. A digest also tells whether a
-    page is already in its final form (:meth:`final`). Saved atomically; an unreadable
-    memo counts as empty."""
+    page is already in its final form (:meth:`final`). The memo is tied to ``setting``
+    and to this module's code (which decides what a final page is): with another, it
+    starts empty, and every page is finished and read again. Saved atomically; an
+    unreadable memo counts as empty."""
 
     NAME = ".jaxguide-page-memo.json"
 
-    def __init__(self, outdir: Path):
+    def __init__(self, outdir: Path, setting: str = ""):
         self.outdir = outdir
         self.path = outdir.parent / self.NAME
+        self.version = hashlib.sha256(Path(__file__).read_bytes() + setting.encode()).hexdigest()
         self.pages: dict[str, dict] = {}
         if self.path.is_file():
             try:
-                pages = json.loads(self.path.read_text(encoding="utf-8"))
-                if not isinstance(pages, dict):
-                    raise ValueError("not an object")
-                self.pages = pages
+                stored = json.loads(self.path.read_text(encoding="utf-8"))
+                if not isinstance(stored, dict) or not isinstance(stored.get("pages"), dict):
+                    raise ValueError("not a page memo")
+                if stored.get("version") == self.version:
+                    self.pages = stored["pages"]
             except (ValueError, UnicodeDecodeError) as err:
                 logger.info(
                     f"[jaxguide-site] {self.path.name} unreadable ({err}): reading every page"
@@ -250,7 +254,8 @@ class PageMemo:
         live = {self._key(p) for p in self.outdir.rglob("*.html")}
         pages = {k: v for k, v in self.pages.items() if k in live}
         if self.changed or pages.keys() != self.pages.keys():
-            write_atomic(self.path, json.dumps(pages, sort_keys=True).encode())
+            data = {"version": self.version, "pages": pages}
+            write_atomic(self.path, json.dumps(data, sort_keys=True).encode())
 
 
 def _keep_used_rules(css: str, used: set[str]) -> str:
@@ -715,7 +720,7 @@ def _finish(app: Sphinx, exception) -> None:
     _shrink_images(outdir)
     # Only the pages Sphinx wrote in this build need rewriting: the others are as the
     # last build left them, which the memo recognises by their digest.
-    memo = PageMemo(outdir)
+    memo = PageMemo(outdir, setting=f"search_as_you_type={as_you_type}")
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if memo.final(page, text):
