@@ -137,3 +137,15 @@ def test_repr_shows_note():
     assert repr(s).endswith("note: fell back")
     assert s.summary() == "8 simulated CPU devices"
     assert DeviceSetup("gpu", 1, ("H100",), False).summary() == "1 GPU device"
+
+
+def test_a_notebook_shows_the_set_up_as_a_sentence():
+    """A cell ending in ``setup_devices(...)`` shows a line a reader can read (IPython's
+    pretty printer), with the note on its own line; ``repr`` stays the dataclass's."""
+    from IPython.lib.pretty import pretty
+
+    s = DeviceSetup("cpu", 8, ("cpu",), True)
+    assert pretty(s) == str(s) == "8 simulated CPU devices (kind: cpu)"
+    gpus = DeviceSetup("gpu", 2, ("NVIDIA H100", "NVIDIA A100"), False, note="mixed kinds")
+    assert pretty(gpus) == "2 GPU devices (kind: NVIDIA H100, NVIDIA A100)\nnote: mixed kinds"
+    assert repr(s).startswith("DeviceSetup(platform='cpu', count=8")

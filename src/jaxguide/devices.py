@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jaxguide import _checks
 
@@ -61,6 +61,16 @@ class DeviceSetup:
             f"kinds={self.kinds!r}, simulated={self.simulated})"
         )
         return f"{text}\n  note: {self.note}" if self.note else text
+
+    def __str__(self) -> str:
+        """What a notebook shows for the set-up: ``8 simulated CPU devices (kind: cpu)``,
+        and the note, if any, on a line of its own."""
+        text = f"{self.summary()} (kind: {', '.join(self.kinds) or 'unknown'})"
+        return f"{text}\nnote: {self.note}" if self.note else text
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython shows a cell's last value with this: the readable form, not the repr.
+        printer.text(str(self))
 
     def summary(self) -> str:
         """One line for prose, e.g. ``'8 simulated CPU devices'``."""
