@@ -1,0 +1,85 @@
+"""Every chapter ends with "Questions readers ask": real questions from the public issue
+trackers of JAX, Flax, optax and orbax, each linked to its thread and to the section of
+the book that answers it.
+
+The format, in a chapter's source::
+
+    (<chapter>-questions)=
+    ## Questions readers ask
+
+    - Why is my first call slow? ([jax-ml/jax#1234](https://github.com/jax-ml/jax/issues/1234))
+      {ref}`answered in "Compilation happens once" <label-of-that-section>`
+
+Checked on the built book: at least six questions, each with one thread from an allowed
+tracker and at least one link into the book whose page and anchor exist, and no thread
+listed twice on one page.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urldefrag
+
+import pytest
+from bs4 import BeautifulSoup
+
+from test_chapters import executed_chapters
+
+pytestmark = pytest.mark.book
+
+THREAD = re.compile(
+    r"^https://github\.com/(jax-ml/jax|google/flax|google-deepmind/optax|google/orbax)"
+    r"/(issues|discussions|pull)/\d+$"
+)
+MIN_QUESTIONS = 6
+
+
+def faq_chapters() -> list[str]:
+    """Every executed chapter has the section (the landing page and the report do not)."""
+    return executed_chapters()
+
+
+def questions(book, chapter: str) -> list:
+    soup = BeautifulSoup(book.page(chapter), "html.parser")
+    section = soup.find(id=f"{chapter}-questions")
+    assert section is not None, f"{chapter}: no section labelled ({chapter}-questions)="
+    if section.name != "section":  # the label's target may sit just before the section
+        section = section.find_parent("section") or section.find_next("section")
+    heading = section.find(["h1", "h2", "h3"])
+    assert heading is not None and "Questions readers ask" in heading.get_text(), chapter
+    lists = section.find_all("ul", recursive=False) or section.select("ul")
+    assert lists, f"{chapter}: the questions section has no list"
+    return lists[0].find_all("li", recursive=False)
+
+
+def anchor_exists(html: Path, href: str, page: Path) -> bool:
+    target, fragment = urldefrag(href)
+    path = (page.parent / target).resolve() if target else page
+    if not path.is_file():
+        return False
+    if not fragment:
+        return True
+    soup = BeautifulSoup(path.read_text(), "html.parser")
+    return soup.find(id=fragment) is not None
+
+
+@pytest.mark.parametrize("chapter", faq_chapters())
+def test_questions_readers_ask(book, chapter):
+    items = questions(book, chapter)
+    assert len(items) >= MIN_QUESTIONS, f"{chapter}: {len(items)} questions, want {MIN_QUESTIONS}"
+    page = book.html / f"{chapter}.html"
+    threads = []
+    for item in items:
+        hrefs = [a.get("href", "") for a in item.find_all("a")]
+        external = [h for h in hrefs if h.startswith("http")]
+        internal = [h for h in hrefs if not h.startswith("http")]
+        text = " ".join(item.get_text(" ").split())
+        assert len(external) == 1 and THREAD.match(external[0]), (
+            f"{chapter}: {text!r} needs exactly one link to a real thread, got {external}"
+        )
+        threads.append(external[0])
+        assert internal, f"{chapter}: {text!r} links to no section of the book"
+        for href in internal:
+            assert anchor_exists(book.html, href, page), f"{chapter}: {text!r}: {href} is broken"
+    assert len(set(threads)) == len(threads), f"{chapter}: a thread is listed twice"
