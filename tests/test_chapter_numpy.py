@@ -77,9 +77,56 @@ def test_fusion_evidence(book):
     fusions = [l for l in out.splitlines() if "fusion (" in l or "_sine" in l]
     assert any(l.split(": ")[1] == "sine" for l in fusions)
     assert "temporaries: 3.81 MiB" in out
-    # The matrix product compiles to one dot and nothing else.
-    out = cell_output(book, "numpy", "def gram")
+    # The matrix product: eager jnp runs a transpose then the product; the compiled
+    # program is one dot that contracts dimension 1 of both operands, no transpose.
+    out = cell_output(book, "numpy", "print(jax.make_jaxpr(gram)(m))")
+    assert "transpose[permutation=(1, 0)]" in out and "dot_general" in out
     assert re.search(r"^\S+ \(\w+\): dot$", out, flags=re.M), out
+    assert "lhs_contracting_dims={1}, rhs_contracting_dims={1}" in out
+
+
+def test_ynnpack_and_xla_fusions(book):
+    """The page says the CPU fusions are YNNPACK calls, and shows XLA's own."""
+    g = glued(book, "numpy")
+    out = cell_output(book, "numpy", "horner_report = analyze")
+    assert "ynn_fusion (kCustom):" in out
+    out = cell_output(book, "numpy", "no_ynn = ")
+    fusions = [l for l in out.splitlines() if "(k" in l]
+    assert fusions and all("(kLoop)" in l for l in fusions) and "ynn" not in out
+    assert fusions[0].split(": ")[1].split(", ").count("multiply") == 5
+    assert any(l.endswith(": reduce") for l in fusions)  # the sum is a loop of its own
+    temp = re.search(r"temporaries: (.*)", out).group(1)
+    assert temp == g["horner_xla_temp"] and temp != "0 B"
+    # The transcendental chain: sine outside YNNPACK, alone the same XLA loop; tanh
+    # alone a different kernel from the chain's.
+    out = cell_output(book, "numpy", "chain_report = analyze")
+    assert re.search(r"jnp.sin alone: +\S+ \(kLoop\): sine$", out, flags=re.M)
+    assert re.search(r"jnp.tanh alone: +\S+ \(kLoop\): tanh$", out, flags=re.M)
+    assert re.search(r"^ynn_fusion \(kCustom\): tanh,", out, flags=re.M)
+
+
+def test_kernel_accounting(book):
+    """The numbers the transcendental paragraph cites come from the tables."""
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    chain = cell_output(book, "numpy", "def chain_np")
+    kernels = cell_output(book, "numpy", "chain_report = analyze")
+
+    def median(table, name):
+        line = next(l for l in table.splitlines() if l.startswith(name + " "))
+        return " ".join(line.split()[1:3])
+
+    assert g["sin_alone"] == median(kernels, "jit(jnp.sin)")
+    assert g["chain_jit_median"] == median(chain, "jit(jnp)")
+    assert g["chain_np_median"] == median(chain, "NumPy")
+    rest = (
+        seconds(median(chain, "NumPy"))
+        - seconds(median(kernels, "np.sin"))
+        - seconds(median(kernels, "np.tanh"))
+    )
+    assert seconds(g["chain_np_rest"]) == pytest.approx(rest, rel=0.02)
+    for key in ("sin_alone", "chain_jit_median", "chain_np_rest"):
+        assert g[key] in text
 
 
 def test_verdicts(book):
@@ -99,7 +146,27 @@ def test_verdicts(book):
         assert g[key] in text
     # The prose says fusion wins on the arithmetic chain: the measurement agrees.
     assert "faster" in g["horner_jit_vs_numpy"]
-    assert "faster" in g["horner_jit_vs_jnp"]
+    # ... and that eager jnp trailed jit(jnp) on both chains.
+    for key in ("horner_jit_vs_jnp", "chain_jit_vs_jnp"):
+        assert "faster" in g[key], key
+    for key in ("horner_jnp_vs_numpy", "chain_jnp_vs_numpy", "gram_jnp_vs_numpy"):
+        assert re.fullmatch(VERDICT, g[key]) and f"{g[key]} NumPy" in text, key
+
+
+def test_small_arrays(book):
+    """On 1000 numbers NumPy wins, as the prose says; its numbers are the table's."""
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    out = cell_output(book, "numpy", "v_np = m_np[0]")
+    rows = {l.split()[0]: " ".join(l.split()[1:3]) for l in out.splitlines()[2:]}
+    assert rows["NumPy"] == g["small_numpy"] and rows["jit(jnp)"] == g["small_jit"]
+    assert seconds(rows["NumPy"]) < seconds(rows["jit(jnp)"])
+    assert seconds(rows["NumPy"]) < seconds(rows["jnp"])
+    assert "faster" in g["small_numpy_vs_jit"]
+    assert f"NumPy was {g['small_numpy_vs_jit']} jit(jnp) here" in text
+    # The machine is named next to the timings.
+    assert isinstance(g["cpu_cores"], int) and g["cpu_cores"] >= 1
+    assert f"with {g['cpu_cores']} cores" in text and g["cpu_model"] in text
 
 
 def test_page_shape(book):
@@ -138,6 +205,20 @@ def test_lists_refused(book):
 def test_type_promotion(book):
     out = cell_output(book, "numpy", "int32 + float16 in NumPy")
     assert "in NumPy: float64" in out and "in JAX:   float16" in out
+    # Weak types adopt the array's dtype within a kind only.
+    out = cell_output(book, "numpy", "bfloat16 + Python float")
+    assert "bfloat16 + Python float   -> bfloat16" in out
+    assert "int32    + Python int     -> int32" in out
+    assert "int32    + Python float   -> float32" in out
+    # int32 overflows silently: 256**4 = 2**32 wraps to 0.
+    out = cell_output(book, "numpy", "256 ** jnp.arange(1, 5)")
+    assert out.splitlines()[0].rsplit("[", 1)[1].split() == ["256", "65536", "16777216", "0]"]
+    assert "4,294,967,296" in out
+
+
+def test_lists(book):
+    out = cell_output(book, "numpy", "jnp.stack([jnp.ones(2), jnp.zeros(2)])")
+    assert out.split() == ["6", "(2,", "2)"]
 
 
 def test_lax_beneath_jnp(book):

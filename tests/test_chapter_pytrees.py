@@ -49,8 +49,23 @@ def test_pytrees_demonstrations(book):
     assert "(6, 3) (5, 6, 3) (5, 6, 3)" in text
     # tree.map over five trees stacks them.
     assert "stacked: Dense(w=(5, 2, 3), b=(5, 3), activation='relu')" in text
-    # The chapter's MLP is jaxguide.models'.
-    assert "same parameters: True, same logits: True" in text
+    # Sorted dict keys, insertion-ordered OrderedDict, and mixed keys refused.
+    assert "dict: [2, 1]" in text and "OrderedDict: [1, 2]" in text
+    assert "Comparator raised exception while sorting pytree dictionary keys" in text
+    # Key objects behind a path; unnamed children of register_pytree_node.
+    assert "(SequenceKey(idx=1), DictKey(key='w'))" in text
+    assert "list index: 1, dict key: 'w'" in text
+    assert "['[<flat index 0>]']" in text
+    # Arrays in auxiliary data; unflatten that validates its children.
+    assert "first call: [1. 1.]" in text
+    assert "Exception raised while checking equality of metadata fields" in text
+    assert "CheckedUnit jit TracerBoolConversionError" in text
+    assert "CheckedUnit tree.map(jnp.shape) TypeError" in text
+    assert "Unit jit [1.2 1.6]" in text and "Unit tree.map(jnp.shape) (2,)" in text
+    # in_axes: a tuple per argument, and static fields must match.
+    assert "vmap in_axes must be an int, None, or a tuple of entries" in text
+    assert "different pytree metadata" in text and "('tanh',)" in text
+    assert "Dense(w=0, b=0, activation='tanh')" in text and "(5, 6, 3)" in text
     assert "global norm after clipping: 0.1000" in text
     # The tree.map optimizer works on another model's tree unchanged.
     assert "the same update on the Dense layer: Dense(w=(2, 3), b=(3,), activation='relu')" in text

@@ -29,7 +29,28 @@ def test_transforms(book):
     assert "jit[ name=f" in text and "f32[4,3] = sin" in text
     assert "TracerBoolConversionError" in text and "ConcretizationTypeError" in text
     assert "Non-hashable static arguments are not supported" in text
-    assert "(8, 4, 3) -> (8, 4)" in text
+    # The device composition is shard_map (not pmap) with vmap inside each block.
+    out = cell_output(book, "transforms", "jax.shard_map(")
+    assert "one device's block: (4, 3)" in out and "(32, 3) -> (32,) on 8 devices" in out
+
+
+def test_what_each_transformation_refuses(book):
+    """grad alone follows a Python if; jit(grad) and vmap refuse it."""
+    out = cell_output(book, "transforms", "jax.grad(relu_py)(3.0)")
+    assert "grad(relu_py)(3.0)  = 1.0" in out and "grad(relu_py)(-2.0) = 0.0" in out
+    assert "jit(grad(relu_py)): TracerBoolConversionError" in out
+    assert "vmap(relu_py): TracerBoolConversionError" in out
+    out = cell_output(book, "transforms", "jax.jit(lambda x: x[x > 0].sum())")
+    assert "NonConcreteBooleanIndexError" in out
+    out = cell_output(book, "transforms", "sum_positive = jax.jit(")
+    assert out.split() == ["jit,", "jnp.where:", "5.0", "eager,", "a", "mask:", "5.0"]
+    out = cell_output(book, "transforms", "kept.append(y)")
+    assert "UnexpectedTracerError" in out
+    out = cell_output(book, "transforms", "@jax.jit(static_argnames=")
+    assert out.split() == ["[0.", "1.", "4.", "9.]"] * 2
+    out = cell_output(book, "transforms", "largest difference to {label")
+    diffs = [float(x) for x in re.findall(r"largest difference to .*: +(\S+)", out)]
+    assert len(diffs) == 2 and max(diffs) < 1e-5
 
 
 def test_no_raw_reprs(book):
