@@ -127,3 +127,12 @@ def test_pmap_migration_errors_and_smap(book):
     assert [r[0] for r in rows] == ["0", "1"] and rows[0][1] != rows[1][1], rows
     assert "smap body sees (2,) float32[2]{V:devices}" in text
     assert "(16,) P('devices',)" in text
+
+
+def test_pmap_fusions_explained(book):
+    text = page_text(book, "pmap")
+    # The CPU-specific YNNPACK fusion is named, and XLA's own fusions are shown.
+    assert "the fusion: ynn_fusion (kCustom): bitcast, dot, tanh, reduce, bitcast" in text
+    assert "wrapped_tanh (kLoop): tanh" in text and "wrapped_reduce (kLoop): reduce" in text
+    assert "YNNPACK" in text
+
