@@ -118,3 +118,10 @@ def test_shard_map_vma(book):
     assert "[ 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16.] collectives: {}" in text
     assert "psum: 8, psum of that: 64" in text
 
+
+def test_shard_map_collective_matmul(book):
+    text = page_text(book, "shard_map")
+    block = 8 * 32 * 4  # a device's rows of X, float32
+    assert re.search(rf"gather_then_multiply +1 × all-gather +operands: +{block} B", text)
+    assert re.search(rf"collective_matmul +7 × collective-permute +operands: +{7 * block} B", text)
+
