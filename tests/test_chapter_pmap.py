@@ -135,4 +135,3 @@ def test_pmap_fusions_explained(book):
     assert "the fusion: ynn_fusion (kCustom): bitcast, dot, tanh, reduce, bitcast" in text
     assert "wrapped_tanh (kLoop): tanh" in text and "wrapped_reduce (kLoop): reduce" in text
     assert "YNNPACK" in text
-

@@ -124,4 +124,3 @@ def test_shard_map_collective_matmul(book):
     block = 8 * 32 * 4  # a device's rows of X, float32
     assert re.search(rf"gather_then_multiply +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"collective_matmul +7 × collective-permute +operands: +{7 * block} B", text)
-

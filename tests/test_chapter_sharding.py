@@ -118,7 +118,9 @@ def test_sharding_explicit_and_memory(book):
     # and the page no longer claims that computing on it fails.
     for op in ("on_host + 1", "jnp.sin(on_host)", "on_host.sum()"):
         assert re.search(re.escape(op) + r" +ran; result in pinned_host", text), op
-    assert re.search(r"on_host\[1\] +ValueError: memory_space of all inputs passed to `gather`", text)
+    assert re.search(
+        r"on_host\[1\] +ValueError: memory_space of all inputs passed to `gather`", text
+    )
     assert "computing on one outside such a move fails" not in text
 
 
