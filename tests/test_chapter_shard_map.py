@@ -122,5 +122,6 @@ def test_shard_map_vma(book):
 def test_shard_map_collective_matmul(book):
     text = page_text(book, "shard_map")
     block = 8 * 32 * 4  # a device's rows of X, float32
+    assert re.search(rf"jit \(automatic\) +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"gather_then_multiply +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"collective_matmul +7 × collective-permute +operands: +{7 * block} B", text)
