@@ -111,7 +111,7 @@ def test_pmap_out_axes(book):
     text = page_text(book, "pmap")
     assert "out_axes=None: (3,) P()" in text and "stacked: (8, 3) P('devices',)" in text
     # x[0] of a stacked result is a program with a collective; a local shard is not.
-    assert "avg['w'][0] compiles to: {'all-reduce': 1}" in text
+    assert "avg['w'][0]: P(), compiles to: {'all-reduce': 1}" in text
     assert "addressable_shards[0]: (3,) from device 0" in text
     # out_axes=None is not checked: device 0's value comes back silently.
     assert "2 * values, out_axes=None: 2.0 (device 0's value)" in text
@@ -121,7 +121,7 @@ def test_pmap_migration_errors_and_smap(book):
     text = page_text(book, "pmap")
     assert "Sharding passed to jit does not match the sharding on the respective arg" in text
     assert "argument: SingleDeviceSharding on device 0" in text
-    assert "top-level transformation" in text  # the migration guide's advice, next to the timing
+    assert "keep pmap top-level" in text  # the migration guide's advice, next to the timing
     # The shard_map-correct gradient under pmap: each device's local gradient, which differ.
     rows = re.findall(r"device (\d) / full-batch: \[([^\]]+)\]", text)
     assert [r[0] for r in rows] == ["0", "1"] and rows[0][1] != rows[1][1], rows
