@@ -33,6 +33,12 @@ ROWS = {
     "jax.experimental.maps.xmap": ("`jax.experimental.maps.xmap`", "removed"),
     "jax.experimental.loops": ("`jax.experimental.loops`", "removed"),
     "flax.training.train_state.TrainState": ("Flax linen `TrainState`", "works"),
+    "jax.ops.index_update": ("`jax.ops.index_update(", "removed"),
+    "jax.config (module)": ("`from jax.config import config`", "removed"),
+    "jax.tree_util.tree_multimap": ("`jax.tree_util.tree_multimap`", "removed"),
+    "jax.experimental.optimizers": ("`jax.experimental.optimizers`", "removed"),
+    "jax.experimental.stax": ("`jax.experimental.optimizers`", "removed"),
+    "jax.xla_computation": ("`jax.xla_computation(", "removed"),
 }
 # What a probe's printed result means.
 MEANING = {
@@ -158,8 +164,8 @@ def test_replacements_run_and_agree(book):
     assert "jax.make_mesh(...) axis types: (Explicit, Explicit)" in text
     assert "Mesh(create_device_mesh(...)) axis types: (Auto, Auto)" in text
     assert (
-        "explicit mesh, sharded input: float32[16@x]" in text
-        and "Auto mesh, plain input: total 120" in text
+        "Explicit mesh, input float32[16@x]: total 120" in text
+        and "Auto mesh, plain input float32[16]: total 120" in text
     )
     # host callback, linen vs NNX (same losses), pickle vs orbax.
     assert "host sees [0. 2. 4.]" in text and "result [1. 2. 3.]" in text
@@ -181,3 +187,58 @@ def test_outputs_read_well_and_show_no_machine_paths(book):
             assert not machine_path.search(shown), shown
             assert "Array(" not in shown and "PjitFunction" not in shown, shown
             assert not re.search(r"\d\.\d{9,}", shown), shown  # no 17-digit floats
+
+
+def test_replacements_of_the_added_rows_ran(book):
+    text = page_text(book, "migration")
+    # index_update -> .at; tree_multimap -> tree.map on two trees; config object;
+    # xla_computation -> lower(...).compiler_ir("hlo"); optimizers -> optax, same step.
+    assert "set: [0.0, 7.0, 0.0, 0.0, 0.0]" in text and "add: [0.0, 2.0, 0.0, 1.0, 0.0]" in text
+    assert "{'b': 1.0, 'w': [3.0, 3.0]}" in text
+    assert "jax.config is a Config" in text and "jax_num_cpu_devices: 8" in text
+    assert "HloModule jit_scaled_sin" in text and "sine(" in text
+    assert re.search(r"example_libraries\.optimizers: \[ ?0\.95 +-2\.05\]", text)
+    assert re.search(r"optax: \[ ?0\.95 +-2\.05\]", text)
+    assert "example_libraries.stax.Dense: True" in text
+    assert "0.949999988" not in text  # no 17-digit floats
+
+
+def test_callbacks_device_and_explicit_remedy(book):
+    text = page_text(book, "migration")
+    # pure_callback's value flows back into the program; io_callback ran in order.
+    assert "pure_callback: [2.0, 4.0, 12.0, 48.0]" in text
+    assert "io_callback: 6.0 log: [(0, 0.0), (1, 1.0), (2, 3.0)]" in text
+    assert "Both are shown in" not in text  # the old false cross-reference
+    # .device of a sharded array is its sharding, not an error.
+    assert "sharded .device: NamedSharding" in text
+    # Both remedies for the Explicit-mesh error ran.
+    assert "Explicit mesh, input float32[16@x]: total 120" in text
+    assert "Auto mesh, plain input float32[16]: total 120" in text
+    # pmap's in_axes=None / out_axes=None / axis_index, rewritten.
+    assert "total, pmap: () | shard_map: ()" in text
+
+
+def test_linen_side_looks_like_old_code(book):
+    src = source_of_chapter()
+    assert 'params=variables["params"]' in src and 'apply_fn({"params": params}' in src
+    assert 'params={"params":' not in src
+
+
+def test_change_log_column(book):
+    soup = BeautifulSoup(book.page("migration"), "html.parser")
+    head = [th.get_text() for th in soup.select("table thead th")]
+    assert head[:3] == ["Old", "Today", "Status of the old API"] and "Change log" in head[3]
+    versions = {
+        tr.find_all("td")[0].get_text(): tr.find_all("td")[3].get_text()
+        for tr in soup.select("table tbody tr")
+    }
+    row = next(v for k, v in versions.items() if k.startswith("jax.ops.index_update"))
+    assert row == "deprecated 0.2.22, removed 0.3.2"
+    row = next(v for k, v in versions.items() if k.startswith("jax.xla_computation"))
+    assert row == "removed 0.4.34"
+
+
+def source_of_chapter():
+    from pathlib import Path
+
+    return (Path(__file__).parents[1] / "book" / "migration.md").read_text()

@@ -97,3 +97,41 @@ def test_pmap_shard_map_rewrite(book):
     # The literal port's program: the two gradient sums and the pmean, packed in three.
     literal = between(text, "literal / full-batch gradient", "times too large")
     assert literal.count("all-reduce") == 3, literal
+
+
+def test_pmap_in_axes_and_axis_size(book):
+    text = page_text(book, "pmap")
+    # Forgetting in_axes=None for an unsplit argument: the sharding error, explained.
+    assert "implies that array axis 0 is partitioned 8 times, but the dimension size is 2" in text
+    # psum of a constant is the axis size, with no collective in the program.
+    assert "psum(1): [8 8 8 8 8 8 8 8] collectives: {}" in text
+
+
+def test_pmap_out_axes(book):
+    text = page_text(book, "pmap")
+    assert "out_axes=None: (3,) P()" in text and "stacked: (8, 3) P('devices',)" in text
+    # x[0] of a stacked result is a program with a collective; a local shard is not.
+    assert "avg['w'][0]: P(), compiles to: {'all-reduce': 1}" in text
+    assert "addressable_shards[0]: (3,) from device 0" in text
+    # out_axes=None is not checked: device 0's value comes back silently.
+    assert "2 * values, out_axes=None: 2.0 (device 0's value)" in text
+
+
+def test_pmap_migration_errors_and_smap(book):
+    text = page_text(book, "pmap")
+    assert "Sharding passed to jit does not match the sharding on the respective arg" in text
+    assert "argument: SingleDeviceSharding on device 0" in text
+    assert "keep pmap top-level" in text  # the migration guide's advice, next to the timing
+    # The shard_map-correct gradient under pmap: each device's local gradient, which differ.
+    rows = re.findall(r"device (\d) / full-batch: \[([^\]]+)\]", text)
+    assert [r[0] for r in rows] == ["0", "1"] and rows[0][1] != rows[1][1], rows
+    assert "smap body sees (2,) float32[2]{V:devices}" in text
+    assert "(16,) P('devices',)" in text
+
+
+def test_pmap_fusions_explained(book):
+    text = page_text(book, "pmap")
+    # The CPU-specific YNNPACK fusion is named, and XLA's own fusions are shown.
+    assert "the fusion: ynn_fusion (kCustom): bitcast, dot, tanh, reduce, bitcast" in text
+    assert "wrapped_tanh (kLoop): tanh" in text and "wrapped_reduce (kLoop): reduce" in text
+    assert "YNNPACK" in text

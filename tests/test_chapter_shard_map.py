@@ -88,3 +88,40 @@ def test_shard_map_primitives(book):
         assert re.search(rf"{name} +{kind} +{inb} B +{outb} B", text), name
     g = glued(book, "shard_map")
     assert (g["prim_in"], g["prim_gather"], g["prim_scatter"]) == (8 * 4, 64 * 4, 4)
+
+
+def test_shard_map_meshes(book):
+    text = page_text(book, "shard_map")
+    # Inferred in_specs on an Explicit mesh: a plain array is replicated, 8 copies come back.
+    assert "plain input: float32[16] -> (128,)" in text
+    assert "placed input: float32[16@x] -> (16,)" in text
+    assert "ValueError: Received incompatible devices for jitted computation" in text
+    assert "0x7f" not in text  # no object addresses in outputs
+
+
+def test_shard_map_two_axes(book):
+    text = page_text(book, "shard_map")
+    assert "block (2, 2) float32[2,2]{V:(x,y)}" in text
+    assert "psum y (2, 2) float32[2,2]{V:x}" in text
+    assert "psum (x,y) (2, 2) float32[2,2]" in text
+    # One all-reduce within rows of the mesh (groups of 2), one over all 8 devices.
+    assert re.search(r"all-reduce f32\[2,2\] 16 B 2 all-reduce f32\[2,2\] 16 B 8", text)
+    # The nested-pmap replacement: one block per device, both mesh axes kept.
+    assert "block shape while tracing: (1, 1, 3)" in text
+    assert "(4, 2, 3) sums to 1.0000" in text
+
+
+def test_shard_map_vma(book):
+    text = page_text(book, "shard_map")
+    assert "scan body function carry input and carry output must have equal types" in text
+    assert "after pcast: float32[2]{V:x}" in text
+    assert "[ 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16.] collectives: {}" in text
+    assert "psum: 8, psum of that: 64" in text
+
+
+def test_shard_map_collective_matmul(book):
+    text = page_text(book, "shard_map")
+    block = 8 * 32 * 4  # a device's rows of X, float32
+    assert re.search(rf"jit \(automatic\) +1 × all-gather +operands: +{block} B", text)
+    assert re.search(rf"gather_then_multiply +1 × all-gather +operands: +{block} B", text)
+    assert re.search(rf"collective_matmul +7 × collective-permute +operands: +{7 * block} B", text)

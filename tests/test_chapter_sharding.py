@@ -76,7 +76,24 @@ def test_sharding_matmul_cases(book):
         "A[I_x, J] @ B[J_x, K] -> C[I_x, K] all-gather of f32[2,8] (64 B per device) over 4 devices"
         in text
     )
-    assert (g["mm_ar_bytes"], g["mm_ag_bytes"]) == (8 * 8 * 4, 2 * 8 * 4)
+    # Case 4: rows of A and columns of B on the same axis: B's column blocks gathered.
+    assert (
+        "4. A[I_x, J] @ B[J, K_x] -> C[I_x, K] all-gather of f32[8,2] (64 B per device) over 4 devices"
+        in text
+    )
+    assert (g["mm_ar_bytes"], g["mm_ag_bytes"], g["mm_ag4_bytes"]) == (
+        8 * 8 * 4,
+        2 * 8 * 4,
+        8 * 2 * 4,
+    )
+    # Case 2 with a split result: on XLA:CPU an all-reduce plus a slice, no reduce-scatter,
+    # and the prose says that this is the backend's choice.
+    split = text[text.index("c_split = matmul_split") :]
+    split = split[: split.index("The result is")]
+    assert "C[I_x, K]" in split and "all-reduce f32[8,8] 256 B 4" in split
+    assert "reduce-scatter in the program: False" in split
+    assert "reduce_scatter_creator" in text
+    assert "Three cases" not in text and "8 imes 8" not in text
     # Explicit out_sharding: the price of C[I_x, K] (gather eb.T's blocks along x,
     # reduce the y halves along y).
     assert "all-gather f32[4,2] 32 B 4" in text and "all-reduce f32[2,8] 64 B 2" in text
@@ -97,6 +114,27 @@ def test_sharding_explicit_and_memory(book):
     # per device: 4 layers of 2x8 float32 on the host, 1 layer on the device
     assert f"all layers {4 * 2 * 8 * 4} bytes in host memory; one layer {2 * 8 * 4} bytes" in text
     assert "memory_space" in text
+    # Computing on the host-resident stack: arithmetic runs here, indexing is refused,
+    # and the page no longer claims that computing on it fails.
+    for op in ("on_host + 1", "jnp.sin(on_host)", "on_host.sum()"):
+        assert re.search(re.escape(op) + r" +ran; result in pinned_host", text), op
+    assert re.search(
+        r"on_host\[1\] +ValueError: memory_space of all inputs passed to `gather`", text
+    )
+    assert "computing on one outside such a move fails" not in text
+
+
+def test_sharding_binary_ops_and_surprises(book):
+    text = page_text(book, "sharding")
+    assert "rows + replicated: float32[8@x,8]" in text
+    assert "produces an illegally sharded result: f32[8@x,8@x]" in text
+    assert "auto_axes result: float32[8@x,8]" in text and "all-to-all 4 × f32[1,2,2] 64 B 4" in text
+    assert "ShardingTypeError: select `which` must be scalar or have the same sharding" in text
+    assert "after reshard: float32[16@x]" in text
+    # A constraint that does not divide is dropped; device_put refuses the same layout.
+    assert "constraint P('d', None) on 17 rows gave: P()" in text
+    assert "shard shapes: {(17, 4)}" in text and "device_put: IndivisibleError" in text
+    assert "v.at[0:3].set: {'all-gather': 1}" in text and "v.at[i].set: no collective" in text
 
 
 def test_sharding_timing_glued(book):
@@ -104,6 +142,7 @@ def test_sharding_timing_glued(book):
     g = glued(book, "sharding")
     assert re.fullmatch(VERDICT, g["shard_vs_single"]) and g["shard_vs_single"] in text
     assert g["shard_iqr"] in {"overlap", "do not overlap"}
-    assert f"the two measurements {g['shard_iqr']}" in text
+    assert f"interquartile ranges that {g['shard_iqr']}" in text
     assert "cannot add compute" not in text
-    assert f"the same {g['shard_cores']} CPU cores" in text
+    assert re.search(rf"this machine.s {g['shard_cores']} CPU cores", text)
+    assert "Do not read more into that" not in text  # the caveat is two sentences now
