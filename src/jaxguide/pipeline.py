@@ -104,9 +104,7 @@ class Schedule:
         width = len(str(self.microbatches - 1))
         rows = []
         for s in range(self.stages):
-            cells = [
-                "." if mb == IDLE else str(mb) for mb in self.microbatch[s].tolist()
-            ]
+            cells = ["." if mb == IDLE else str(mb) for mb in self.microbatch[s].tolist()]
             rows.append(f"stage {s}: " + " ".join(f"{c:>{width + 1}}" for c in cells))
         return "\n".join(rows)
 
@@ -220,6 +218,7 @@ def plot_schedule(
     ax: Axes | None = None,
     title: str | None = None,
     backward: bool = False,
+    step_time: float = 1.0,
 ) -> Axes:
     """Draw a schedule as a stage x time chart. Returns the ``Axes``.
 
@@ -234,12 +233,23 @@ def plot_schedule(
         ax: the matplotlib ``Axes`` to draw on (default: a new figure).
         title: the title (default: stages, microbatches and the measured bubble).
         backward: also draw the backward pass.
+        step_time: the width of one step on the time axis (``> 0``): draw two
+            schedules whose steps last differently on one scale, e.g. GPipe with
+            ``step_time=2`` above a circular schedule with two chunks per device.
 
     Returns:
         The ``Axes``.
 
     Raises:
         TypeError: ``schedule`` is not a :class:`Schedule`, or ``backward`` not a bool.
+        ValueError: ``step_time`` is not a finite number ``> 0``.
+
+    Example:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> ax = plot_schedule(gpipe_schedule(4, 8), step_time=2.0)
+        >>> [float(t) for t in ax.get_xlim()]  # 11 steps of 2
+        [0.0, 22.0]
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -250,10 +260,11 @@ def plot_schedule(
             f"got {type(schedule).__name__}; make one with gpipe_schedule(stages, microbatches)."
         )
     backward = _checks.boolean("plot_schedule", "backward", backward)
+    w = _checks.real("plot_schedule", "step_time", step_time, minimum=0.0, exclusive=True)
     p, n = schedule.stages, schedule.steps
     total = 2 * n if backward else n
     if ax is None:
-        _, ax = plt.subplots(figsize=(min(0.32 * total + 1.2, 11.0), 0.42 * p + 0.9))
+        _, ax = plt.subplots(figsize=(min(0.32 * total * w + 1.2, 11.0), 0.42 * p + 0.9))
     colors = plt.get_cmap("tab10" if schedule.microbatches <= 10 else "tab20")
     small = total > 40
     for phase in (0, 1) if backward else (0,):
@@ -263,11 +274,11 @@ def plot_schedule(
                 if mb == IDLE:
                     continue
                 r = int(schedule.chunk[s, t if phase == 0 else n - 1 - t]) // p
-                x = t + phase * n
+                x = (t + phase * n) * w
                 ax.add_patch(
                     Rectangle(
                         (x, s),
-                        1,
+                        w,
                         1,
                         facecolor=colors(mb % colors.N),
                         alpha=0.45 if phase else 0.9,
@@ -278,21 +289,21 @@ def plot_schedule(
                 )
                 if not small:
                     label = str(mb) if schedule.repeats == 1 else f"{mb}.{r}"
-                    ax.text(x + 0.5, s + 0.5, label, ha="center", va="center", fontsize=7)
+                    ax.text(x + w / 2, s + 0.5, label, ha="center", va="center", fontsize=7)
     if backward:
-        ax.axvline(n, color="black", linewidth=1.2)
-        ax.text(n / 2, -0.15, "forward", ha="center", va="bottom", fontsize=8)
-        ax.text(1.5 * n, -0.15, "backward", ha="center", va="bottom", fontsize=8)
-    ax.set_xlim(0, total)
+        ax.axvline(n * w, color="black", linewidth=1.2)
+        ax.text(n * w / 2, -0.15, "forward", ha="center", va="bottom", fontsize=8)
+        ax.text(1.5 * n * w, -0.15, "backward", ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(0, total * w)
     ax.set_ylim(p, -0.6 if backward else 0)
     ax.set_yticks([s + 0.5 for s in range(p)], [f"stage {s}" for s in range(p)])
-    ax.set_xlabel("step")
-    ax.set_xticks(range(0, total + 1, max(1, total // 12)))
+    ax.set_xlabel("step" if w == 1 else f"time (a step lasts {w:g})")
+    ticks = range(0, total + 1, max(1, total // 12))
+    ax.set_xticks([t * w for t in ticks], [str(t * w).removesuffix(".0") for t in ticks])
     ax.set_title(
         title
         if title is not None
-        else f"{p} stages, {schedule.microbatches} microbatches: "
-        f"bubble {schedule.bubble:.0%}",
+        else f"{p} stages, {schedule.microbatches} microbatches: bubble {schedule.bubble:.0%}",
         fontsize=9,
     )
     for side in ("top", "right"):
