@@ -164,8 +164,13 @@ def test_bytes_and_roofline(book):
 def test_exercises_and_figures(book):
     text = page_text(book, "pipeline")
     assert "GPipe: 64 circular v=4: 16" in text
-    m = re.search(r"with jax.checkpoint (\S+ \S+), without (\S+ \S+)", text)
-    assert m
+    assert "19 steps, 12 idle of 76: bubble 15.8%" in text  # 3 / 19
+    m = re.search(
+        r"temporary memory of the circular step: (\S+ \S+) with jax.checkpoint, (\S+ \S+) without",
+        text,
+    )
+    assert m and m.group(1) != m.group(2)
+    assert "the CPU program's permute instructions: ['collective-permute']" in text
     figures = images(book, "pipeline")
     assert len(figures) == 2
     assert all(len(img.get("alt", "")) > 30 for img in figures)

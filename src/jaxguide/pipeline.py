@@ -223,9 +223,9 @@ def plot_schedule(
     """Draw a schedule as a stage x time chart. Returns the ``Axes``.
 
     One row per stage, one column per step. A working cell is coloured by its
-    microbatch and labelled with it (and, for a circular schedule, with the round
-    ``r`` of the loop as ``i.r``; later rounds are hatched); a waiting cell is left
-    blank. With ``backward=True`` the backward pass follows, the same table with its
+    microbatch and labelled with it (for a circular schedule, with one prime per
+    earlier trip round the loop, ``3′`` in the second round, and every other round
+    hatched); a waiting cell is left blank. With ``backward=True`` the backward pass follows, the same table with its
     steps reversed, in lighter colours.
 
     Args:
@@ -288,7 +288,7 @@ def plot_schedule(
                     )
                 )
                 if not small:
-                    label = str(mb) if schedule.repeats == 1 else f"{mb}.{r}"
+                    label = str(mb) + "\u2032" * r  # a prime per trip round the loop
                     ax.text(x + w / 2, s + 0.5, label, ha="center", va="center", fontsize=7)
     if backward:
         ax.axvline(n * w, color="black", linewidth=1.2)
