@@ -52,6 +52,7 @@ def test_values_and_gradients_equal_one_device(book):
     pairs = re.findall(r"loss (\d+\.\d+) \(one device: (\d+\.\d+)\)", text)
     assert len(pairs) == 3, pairs  # GPipe, pipeline x data, circular
     assert all(float(a) == pytest.approx(float(b), rel=1e-5) for a, b in pairs)
+    assert "gradient of up.kernel: (8, 32, 128) P('stage',)" in text
     diffs = re.findall(r"max \|pipeline - one device\| = (\d\S*)", text)
     assert len(diffs) == 4 and all(float(d) < 1e-5 for d in diffs), diffs
     assert float(g["worst_grad"]) < 1e-5 and float(g["loss_diff"]) < 1e-4
