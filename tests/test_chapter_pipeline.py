@@ -94,6 +94,7 @@ def test_bubble_counted_against_formula(book):
         gp, circ = (P - 1) / (m + P - 1), (P - 1) / (2 * m + P - 1)
         assert f"{m} {gp:.1%} {circ:.1%} {circ:.1%}" in text, m
     assert g["circ_bubble_m4"] == f"{3 / 11:.0%}"
+    assert (g["circ_steps"], g["gpipe_steps"]) == (f"{2 * M + P - 1}", f"{M + P - 1}")
 
 
 def test_activation_memory(book):
