@@ -52,6 +52,7 @@ _SUBMODULES = (
     "jaxlogs",
     "models",
     "page",
+    "pipeline",
     "plots",
     "rng",
     "sharding",
