@@ -155,3 +155,5 @@ def test_autodiff_nan_diagnosis_wording(book):
     text = page_text(book, "autodiff")
     assert "derivative is infinite" not in text
     assert "non-finite intermediate" in text
+    # An infinity the backward pass never multiplies by does no harm: shown.
+    assert "where(x > 0, x, x + inf) has gradient 1.0 at 1" in text

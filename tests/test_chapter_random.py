@@ -119,6 +119,9 @@ def test_random_sharded_work_is_split(book):
 
 def test_random_in_compiled_code(book):
     text = page_text(book, "random")
+    # A constant key inside jit: every call draws the same numbers.
+    m = re.search(r"call 1: (\[[^]]*\]) call 2: (\[[^]]*\])", text)
+    assert m and m.group(1) == m.group(2)
     steps = re.findall(r"step (\d): (\[[^]]*\])", text)
     assert [s for s, _ in steps] == ["0", "1", "2"]
     assert len({v for _, v in steps}) == 3  # each call drew other noise
