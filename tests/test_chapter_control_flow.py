@@ -127,3 +127,15 @@ def test_control_flow_carry_rule_and_map(book):
     assert "scan -> float32[1,4]" in text and "concatenate -> float32[6]" in text
     # The wording fixes of the review.
     assert "compiles once, for all values of n" in text
+
+
+def test_control_flow_run_time_is_measured(book):
+    from bookcheck import VERDICT
+
+    g = glued(book, "control_flow")
+    text = page_text(book, "control_flow")
+    for key in ("run_10", "run_300"):
+        assert re.fullmatch(VERDICT, g[key]), g[key]
+        assert g[key] in text
+    for name in ("Python loop, n = 300", "lax.fori_loop, n = 10"):
+        assert name in text
