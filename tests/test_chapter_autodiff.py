@@ -124,6 +124,14 @@ def test_autodiff_jacobians(book):
     assert tall > 10 and wide > 10
     assert g["tall_flop_ratio"] == f"{tall:.0f}"
     assert g["wide_flop_ratio"] == f"{wide:.0f}"
+    # The memory: jacrev on the tall Jacobian holds the 2000 x 2000 output basis.
+    from jaxguide.compiled import format_bytes
+
+    rev = jax.jit(jax.jacrev(lambda x: jnp.tanh(A @ x))).lower(jnp.ones(10)).compile()
+    rev_temp = rev.memory_analysis().temp_size_in_bytes
+    assert rev_temp >= 2000 * 2000 * 4
+    assert g["tall_rev_temp"] == format_bytes(rev_temp) and g["tall_rev_temp"] in text
+    assert g["tall_fwd_temp"] in text
     for key in ("tall_fwd_vs_rev", "wide_rev_vs_fwd"):
         assert re.fullmatch(VERDICT, g[key]) and g[key] in text
 
