@@ -74,10 +74,20 @@ def test_autodiff_nan_explained(book):
 
 def test_autodiff_custom_rules(book):
     errs = errors(book, "autodiff")
-    assert [name for name, _ in errs] == ["TypeError", "ValueError", "TypeError"]
-    assert "Gradient only defined for scalar-output functions" in errs[0][1]
-    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[1][1]
-    assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[2][1]
+    assert [name for name, _ in errs] == [
+        "TypeError",
+        "TypeError",
+        "ValueError",
+        "TypeError",
+        "UnexpectedTracerError",
+    ]
+    assert "grad requires real- or complex-valued inputs" in errs[0][1]
+    assert "but got int32" in errs[0][1]
+    assert "Gradient only defined for scalar-output functions" in errs[1][1]
+    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[2][1]
+    assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[3][1]
+    # A traced value in a nondiff_argnums position is refused.
+    assert "nondiff_argnums" in errs[4][1]
     text = page_text(book, "autodiff")
     exact = 0.5 / np.sqrt(2.0)
     assert f"forward-mode derivative: {exact:.6f}" in text
@@ -114,5 +124,44 @@ def test_autodiff_jacobians(book):
     assert tall > 10 and wide > 10
     assert g["tall_flop_ratio"] == f"{tall:.0f}"
     assert g["wide_flop_ratio"] == f"{wide:.0f}"
+    # The memory: jacrev on the tall Jacobian holds the 2000 x 2000 output basis.
+    from jaxguide.compiled import format_bytes
+
+    rev = jax.jit(jax.jacrev(lambda x: jnp.tanh(A @ x))).lower(jnp.ones(10)).compile()
+    rev_temp = rev.memory_analysis().temp_size_in_bytes
+    assert rev_temp >= 2000 * 2000 * 4
+    assert g["tall_rev_temp"] == format_bytes(rev_temp) and g["tall_rev_temp"] in text
+    assert g["tall_fwd_temp"] in text
     for key in ("tall_fwd_vs_rev", "wide_rev_vs_fwd"):
         assert re.fullmatch(VERDICT, g[key]) and g[key] in text
+
+
+def test_autodiff_vector_vjp_and_nondiff(book):
+    import jax
+    import jax.numpy as jnp
+
+    text = page_text(book, "autodiff")
+    # The pullback of the 3 -> 4 function, recomputed here against the Jacobian.
+    A = jax.random.normal(jax.random.key(2), (4, 3))
+    x = jnp.array([0.1, -0.2, 0.3])
+    u = jnp.array([1.0, -1.0, 0.5, 2.0])
+    expected = u @ jax.jacfwd(lambda x: jnp.tanh(A @ x))(x)
+    shown = " ".join(np.array2string(np.asarray(expected), precision=4).split())
+    assert f"u^T J from vjp {shown}" in text
+    assert f"u @ jacrev(small)(x) {shown}" in text
+    assert "output shape: (4,)" in text
+    # nondiff_argnums: d/da only; a looser tolerance moves the gradient.
+    exact = 0.5 / np.sqrt(2.0)
+    assert f"tol 1e-06: grad {exact:.6f}" in text
+    loose = float(re.search(r"tol 0.01: grad ([\d.]+)", text).group(1))
+    assert loose != pytest.approx(exact, abs=1e-6) and loose == pytest.approx(exact, abs=1e-2)
+    # A None cotangent: tol may be traced, and its gradient is zero.
+    assert f"under jit: grad {exact:.6f}; d/d tol: 0.0" in text
+
+
+def test_autodiff_nan_diagnosis_wording(book):
+    text = page_text(book, "autodiff")
+    assert "derivative is infinite" not in text
+    assert "non-finite intermediate" in text
+    # An infinity the backward pass never multiplies by does no harm: shown.
+    assert "where(x > 0, x, x + inf) has gradient 1.0 at 1" in text

@@ -100,3 +100,40 @@ def test_random_per_device_and_versions(book):
         assert " ".join(np.array2string(values, precision=4).split()) in text
     assert not np.array_equal(now, before)
     assert "split(key, 8)[i] == fold_in(key, i): True False" in text
+
+
+def test_random_sharded_work_is_split(book):
+    text = page_text(book, "random")
+    g = glued(book, "random")
+    # One device hashes the whole (8, 4) array of counters; each of 8 devices its row.
+    listing = text.split("bytes of output per device: 16")[-1]
+    whole, per_device = listing.split(" 8 devices ", 1)
+    assert "collectives {}" in whole and "'u32[8,4]'" in whole
+    per_device = per_device.split("On one device")[0]
+    assert "collectives {}" in per_device and "'u32[1,4]'" in per_device
+    assert "'u32[8,4]'" not in per_device
+    assert float(g["flops_ratio"]) > 4
+    # With the flag off the numbers still do not depend on the layout.
+    assert "flag off, same numbers as on one device: True" in text
+
+
+def test_random_in_compiled_code(book):
+    text = page_text(book, "random")
+    # A constant key inside jit: every call draws the same numbers.
+    m = re.search(r"call 1: (\[[^]]*\]) call 2: (\[[^]]*\])", text)
+    assert m and m.group(1) == m.group(2)
+    steps = re.findall(r"step (\d): (\[[^]]*\])", text)
+    assert [s for s, _ in steps] == ["0", "1", "2"]
+    assert len({v for _, v in steps}) == 3  # each call drew other noise
+    assert "same as the Python loop: True" in text
+    # The other generators: four-word keys, other numbers from the same seed.
+    assert "rbg key<rbg> key data (4,)" in text
+    assert "unsafe_rbg key<urbg> key data (4,)" in text
+    assert "threefry2x32 key<fry> key data (2,)" in text
+
+
+def test_random_means_in_standard_errors(book):
+    g = glued(book, "random")
+    assert float(g["largest_z"]) < 4
+    text = page_text(book, "random")
+    assert "mean exact z" in text
