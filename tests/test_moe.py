@@ -120,7 +120,9 @@ def test_load_balancing_loss_gradient_flows_through_the_probabilities():
 
 def test_bad_arguments_get_clear_errors():
     logits = jnp.zeros((4, 3))
-    with pytest.raises(ValueError, match=r"route\(k=4\): k must be at most the number of experts, 3"):
+    with pytest.raises(
+        ValueError, match=r"route\(k=4\): k must be at most the number of experts, 3"
+    ):
         route(logits, 4, 2)
     with pytest.raises(ValueError, match=r"route\(capacity=0\): capacity must be an int >= 1"):
         route(logits, 1, 0)
