@@ -72,6 +72,11 @@ def test_drop_table_agrees_with_a_numpy_router(book, data):
     n125 = sum(numpy_drops(group, K, C) for group in logits)
     assert f"dropped choices: {n125} (psum over devices), {n125} in the reference" in text
     assert glued(book, "moe")["dropped_ep"] == str(n125)
+    # the first all-to-all's pieces: 2 experts x C slots each, for 8 x 8 device pairs
+    slots = N_DEV * N_DEV * (E // N_DEV) * C
+    kept = TOKENS * K - n125
+    assert f"{kept:,} tokens in {slots:,} slots sent: {kept / slots:.0%} full" in text
+    assert glued(book, "moe")["fill"] == f"{kept / slots:.0%}"
 
 
 def test_small_routing_example(book):
