@@ -194,10 +194,11 @@ def test_roofline(book):
     layers = {"Mixtral 8x7B": (4096, 14336, 8, 2), "DeepSeek-V3": (7168, 2048, 256, 8)}
     for name, (d, f, n_experts, k) in layers.items():
         m = re.search(
-            re.escape(name) + r" ([\d.]+) ([\d.]+ [KMG]iB) \| ([\d.]+) ([\d.]+) ([\d.]+)", text
+            re.escape(name) + r" ([\d.]+) ([\d.]+) ([\d.]+ [KMG]iB) \| ([\d.]+) ([\d.]+) ([\d.]+)",
+            text,
         )
         assert m, name
-        tflop, sent, compute, t_nv, t_net = m.groups()
+        tflop, over_rule, sent, compute, t_nv, t_net = m.groups()
         # bytes sent per device: four all-to-alls of the bf16 buffer, (N-1)/N of each
         buffer = n_experts * cap(4096, n_experts, k, CF) * d * 2
         hand = 4 * (N_DEV - 1) / N_DEV * buffer
@@ -206,6 +207,8 @@ def test_roofline(book):
         # FLOPs: the experts' 6 x c k T x 2 D F, plus a little for the router and the rest
         experts_flops = 6 * CF * k * 4096 * 2 * d * f
         assert 1.0 <= float(tflop) * 1e12 / experts_flops < 1.05
+        assert float(over_rule) == pytest.approx(float(tflop) * 1e12 / experts_flops, abs=2e-3)
+        assert float(over_rule) < float(glued(book, "moe")["ep_ratio"])  # the prose says so
         for t in (t_nv, t_net):
             link = nvlink if t == t_nv else network
             assert (float(t) > float(compute)) == (f < bound[link]), (name, t)
