@@ -51,6 +51,7 @@ _SUBMODULES = (
     "gradcheck",
     "jaxlogs",
     "models",
+    "moe",
     "page",
     "pipeline",
     "plots",
