@@ -42,8 +42,10 @@ def faq_chapters() -> list[str]:
 
 def questions(book, chapter: str) -> list:
     soup = BeautifulSoup(book.page(chapter), "html.parser")
-    section = soup.find(id=f"{chapter}-questions")
-    assert section is not None, f"{chapter}: no section labelled ({chapter}-questions)="
+    # Sphinx writes a label's id with hyphens: (shard-map-questions)= for shard_map.
+    label = f"{chapter.replace('_', '-')}-questions"
+    section = soup.find(id=label)
+    assert section is not None, f"{chapter}: no section labelled ({label})="
     if section.name != "section":  # the label's target may sit just before the section
         section = section.find_parent("section") or section.find_next("section")
     heading = section.find(["h1", "h2", "h3"])
