@@ -73,9 +73,13 @@ def test_ring_equals_full_attention_values_and_gradients(text, g):
     assert [r[0] for r in rows] == ["False", "True"], rows
     assert all(float(r[1]) < 1e-5 and float(r[2]) < 1e-5 for r in rows), rows
     for layout in ("contiguous", "zigzag"):
-        (d,) = re.findall(rf"{layout}: equal to full attention, max \|diff\| = (\d\.\de-\d\d)", text)
+        (d,) = re.findall(
+            rf"{layout}: equal to full attention, max \|diff\| = (\d\.\de-\d\d)", text
+        )
         assert float(d) < 1e-5
-    (zg,) = re.findall(r"zigzag: gradients equal to full attention's, max \|diff\| = (\d\.\de-\d\d)", text)
+    (zg,) = re.findall(
+        r"zigzag: gradients equal to full attention's, max \|diff\| = (\d\.\de-\d\d)", text
+    )
     assert float(zg) < 1e-5
     assert g["tol"] == "1e-05" and float(g["worst_equal"]) < 1e-5
     # The all-gather alternative is checked too.
