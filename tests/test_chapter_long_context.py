@@ -164,3 +164,27 @@ def test_exercises_and_figure(book, text):
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
+
+
+def test_backward_pass_is_a_reversed_ring(text, g):
+    spelled = "f32[1,512,2,64]"  # 4096 positions over 8 devices, 2 heads of 64
+    assert text.count(f"collective-permute of {spelled}: pairs {{0,1}},{{1,2}}...") == 2
+    assert text.count(f"collective-permute of {spelled}: pairs {{1,0}},{{2,1}}...") == 2
+    sizes = dict(
+        re.findall(
+            r"(forward only|forward \+ backward|\.\.\. with jax\.checkpoint) +([\d.]+ [KMG]iB)",
+            text,
+        )
+    )
+    units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+    def nbytes(s):
+        value, unit = s.split()
+        return float(value) * units[unit]
+
+    fwd = nbytes(sizes["forward only"])
+    bwd = nbytes(sizes["forward + backward"])
+    remat = nbytes(sizes["... with jax.checkpoint"])
+    assert remat < bwd and bwd > 4 * fwd
+    assert g["bwd_factor"] == f"{bwd / fwd:.0f}"
+    assert abs(float(g["remat_cut"]) - bwd / remat) < 0.1
