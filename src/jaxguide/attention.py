@@ -99,6 +99,9 @@ def chunk_table(n_devices: int, layout: str) -> np.ndarray:
         layout: ``"contiguous"`` (chunks ``2i, 2i + 1``) or ``"zigzag"``
             (chunks ``i, 2p - 1 - i``).
 
+    Returns:
+        An int array of shape ``(p, 2)``: ``[device]`` -> its two chunk numbers.
+
     Raises:
         TypeError: ``n_devices`` is not an int.
         ValueError: ``n_devices < 1`` or an unknown ``layout``.
@@ -151,6 +154,9 @@ def to_layout(x: Any, n_devices: int, layout: str, *, axis: int = 1) -> Any:
         layout: ``"contiguous"`` or ``"zigzag"``.
         axis: the sequence axis (default 1, as in ``(B, T, N, H)``).
 
+    Returns:
+        An array of the same shape and type, its sequence axis reordered.
+
     Raises:
         TypeError: ``x`` is not an array, or ``n_devices`` is not an int.
         ValueError: an unknown layout, a bad axis, or a length not divisible by ``2p``.
@@ -167,7 +173,17 @@ def to_layout(x: Any, n_devices: int, layout: str, *, axis: int = 1) -> Any:
 def from_layout(x: Any, n_devices: int, layout: str, *, axis: int = 1) -> Any:
     """Undo :func:`to_layout`: put the chunks back in sequence order.
 
-    Same arguments and errors as :func:`to_layout`.
+    Args:
+        x: an array whose ``axis`` was reordered by :func:`to_layout`.
+        n_devices: ``p``, as given to :func:`to_layout`.
+        layout: ``"contiguous"`` or ``"zigzag"``, as given to :func:`to_layout`.
+        axis: the sequence axis (default 1).
+
+    Returns:
+        An array of the same shape and type, in sequence order.
+
+    Raises:
+        The errors of :func:`to_layout`, for the same arguments.
 
     Example:
         >>> import numpy as np
