@@ -43,6 +43,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
     __version__ = "0+unknown"
 
 _SUBMODULES = (
+    "attention",
     "checkpoints",
     "compiled",
     "data",
