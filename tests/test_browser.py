@@ -657,6 +657,9 @@ def test_chapters_and_sections_are_numbered(browser, site):
     context, page, log = _new_page(browser, viewport={"width": 1280, "height": 900})
     try:
         page.goto(site + "transforms.html", wait_until="networkidle")
+        # Sections far from the screen are not rendered yet (their innerText is empty
+        # until the reader comes near): render them all to read every heading.
+        page.add_style_tag(content=RENDER_ALL)
         title = page.locator("article h1").first.inner_text()
         sections = page.locator("article h2").all_inner_texts()
         exercises = page.locator("div.exercise p.admonition-title").all_inner_texts()

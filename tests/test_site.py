@@ -138,6 +138,11 @@ def test_only_one_stylesheet_blocks_the_first_paint(book):
         assert blocking == [], (name, blocking)
         assert any("const DOCUMENTATION_OPTIONS" in s.get_text() for s in soup.head("script"))
         assert not soup.select('link[rel="preload"][as="script"]'), name
+        # The theme (light or dark) is decided before the first paint, not by the
+        # deferred theme script after it (a code block would change its line height).
+        first_script = soup.head.select_one("script").get_text()
+        assert 'matchMedia("(prefers-color-scheme: dark)")' in first_script, name
+        assert '|| "auto";\n' not in first_script.split("dataset.theme", 1)[1], name
         sheets = [link["href"] for link in soup.select('link[rel="stylesheet"]')]
         assert len(sheets) == 1 and re.fullmatch(
             r"_static/jaxguide-bundle-[0-9a-f]{12}\.css", sheets[0]

@@ -923,6 +923,20 @@ def unwrap_plain_tokens(text: str, plain: frozenset[str]) -> str:
     return _HIGHLIGHT_PRE.sub(lambda m: m.group(1) + span.sub(r"\1", m.group(2)) + m.group(3), text)
 
 
+# The theme's inline script in <head> sets data-theme to the stored theme or "auto", and
+# its deferred script resolves "auto" to light or dark later. The code's colours and line
+# height (pygments.css: html[data-theme="light"] .highlight ...) wait for that: a page
+# painted before it shifts its code blocks (CLS) and, in dark mode, flashes light colours.
+# Resolved in the inline script instead, as the theme's setTheme() does.
+_THEME_INIT = 'document.documentElement.dataset.theme = localStorage.getItem("theme") || "auto";'
+_THEME_INIT_RESOLVED = (
+    "document.documentElement.dataset.theme = "
+    '["light", "dark"].includes(document.documentElement.dataset.mode) '
+    "? document.documentElement.dataset.mode "
+    ': (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");'
+)
+
+
 _PRE = re.compile(r"<pre(?![^>]*\btabindex=)(?=[\s>])")
 
 
@@ -930,6 +944,7 @@ def _rewrite_page(
     text: str, page: Path, outdir: Path, *, as_you_type: bool, plain: frozenset[str] = frozenset()
 ) -> str:
     slim = _FA_SCRIPT.sub("", text)
+    slim = slim.replace(_THEME_INIT, _THEME_INIT_RESOLVED, 1)
     slim = unwrap_plain_tokens(slim, plain)
     slim = _SCRIPT_PRELOAD.sub("", slim)
     slim = _drop_unused_scripts(slim)
