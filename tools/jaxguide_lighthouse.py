@@ -123,12 +123,24 @@ def summarise(report: dict) -> Result:
     )
 
 
-def run(url: str, *, keep: Path | None = None, timeout: float = 180) -> Result:
+def run(url: str, *, keep: Path | None = None, timeout: float = 180, attempts: int = 2) -> Result:
     """Lighthouse's mobile run of ``url`` (performance, accessibility, best practices);
-    the JSON report is written to ``keep`` when given."""
+    the JSON report is written to ``keep`` when given. A run that fails (Chromium did not
+    start, Lighthouse reported a runtime error such as no first paint within its time
+    limit) is tried again, up to ``attempts`` times in all."""
     why = missing()
     if why:
         raise RuntimeError(why)
+    for attempt in range(1, attempts + 1):
+        try:
+            return _run_once(url, keep=keep, timeout=timeout)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_once(url: str, *, keep: Path | None, timeout: float) -> Result:
     with tempfile.TemporaryDirectory(prefix="jaxguide-lh-") as tmp:
         out = Path(keep) if keep else Path(tmp) / "report.json"
         cmd = [
