@@ -11,7 +11,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test lint format serve clean notebooks browser-deps
+.PHONY: env book test lint format serve clean notebooks browser-deps lighthouse-deps
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -29,7 +29,7 @@ env: $(VENV)/.synced
 book: env
 	$(VENV)/bin/jupyter-book build book/
 
-test: lint browser-deps
+test: lint browser-deps lighthouse-deps
 	$(VENV)/bin/python -m pytest
 
 # ruff (lint and format check) over the Python sources, mypy over the package.
@@ -53,9 +53,19 @@ browser-deps:
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
 	  || { echo "Could not install chromium: install it, or set JAXGUIDE_CHROMIUM to a Chromium binary."; exit 1; }
 
+# Lighthouse (npm, locked in package-lock.json) for the browser tests and bench/lighthouse.py;
+# it drives the same Chromium as the browser tests and downloads no browser.
+lighthouse-deps: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "Lighthouse needs Node.js and npm: install them (e.g. apt-get install nodejs npm)."; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The built site on 127.0.0.1, compressed with gzip as GitHub Pages serves it.
 serve:
 	@test -f _build/html/index.html || { echo "No _build/html yet: run 'make book' first."; exit 1; }
-	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
+	$(PYTHON) tools/jaxguide_serve.py _build/html --port $(PORT)
 
 clean:
 	rm -rf _build

@@ -121,25 +121,156 @@ def test_figures_are_2x_images_shown_at_their_size(book):
 
 
 @pytest.mark.book
-def test_only_stylesheets_block_the_first_paint(book):
-    """In a chapter's <head>, scripts are deferred (but the few bytes of
-    documentation_options.js that inline scripts need), and no stylesheet @imports
-    another (a second round trip before anything is drawn)."""
-    for name, soup in _chapter_soups(book).items():
+def test_only_one_stylesheet_blocks_the_first_paint(book):
+    """In a page's <head>, no script blocks the parser (they are deferred, and the few
+    bytes of documentation_options.js that inline scripts need are written in the page),
+    the theme's scripts are not preloaded ahead of the stylesheet, one stylesheet is
+    linked (the bundle of the theme's and extensions' stylesheets), and no stylesheet
+    @imports another (a second round trip before anything is drawn)."""
+    bundles = set()
+    for name in chapters() + ["search", "genindex"]:
+        soup = BeautifulSoup(book.page(name), "html.parser")
         blocking = [
             s["src"]
             for s in soup.head.select("script[src]")
             if not (s.has_attr("defer") or s.has_attr("async"))
         ]
-        assert [b.split("?")[0] for b in blocking] == ["_static/documentation_options.js"], (
-            name,
-            blocking,
-        )
-        assert not soup.select(
-            'script[src*="jaxguide-search.js"], script[src*="searchindex.js"]'
-        ), name
+        assert blocking == [], (name, blocking)
+        assert any("const DOCUMENTATION_OPTIONS" in s.get_text() for s in soup.head("script"))
+        assert not soup.select('link[rel="preload"][as="script"]'), name
+        # The theme (light or dark) is decided before the first paint, not by the
+        # deferred theme script after it (a code block would change its line height).
+        first_script = soup.head.select_one("script").get_text()
+        assert 'matchMedia("(prefers-color-scheme: dark)")' in first_script, name
+        assert '|| "auto";\n' not in first_script.split("dataset.theme", 1)[1], name
+        sheets = [link["href"] for link in soup.select('link[rel="stylesheet"]')]
+        assert len(sheets) == 1 and re.fullmatch(
+            r"_static/jaxguide-bundle-[0-9a-f]{12}\.css", sheets[0]
+        ), (name, sheets)
+        bundles.add(sheets[0])
+        if name != "search":
+            assert not soup.select(
+                'script[src*="jaxguide-search.js"], script[src*="searchindex.js"]'
+            ), name
     for css in (book.html / "_static").rglob("*.css"):
         assert "@import" not in css.read_text(encoding="utf-8"), css
+    # Every page links the same bundle: one download for the whole site.
+    assert len(bundles) == 1, bundles
+    (bundle,) = bundles
+    text = (book.html / bundle).read_text(encoding="utf-8")
+    sources = jaxguide_site._bundle_sources(book.html / bundle)
+    assert "_static/styles/pydata-sphinx-theme.css" in sources and sources[-1].endswith(
+        "jaxguide.css"
+    )
+    assert "content-visibility: auto" in text  # book/_static/jaxguide.css, last
+    # Its url()s resolve from the bundle's folder (the icon fonts).
+    for ref in re.findall(r"url\(([^)\"':]+)\)", text):
+        assert (book.html / "_static" / ref.split("?")[0].split("#")[0]).is_file(), ref
+
+
+@pytest.mark.book
+def test_pages_load_only_the_scripts_they_use(book):
+    """The copy buttons' scripts load where there is code, the toggle buttons' where a
+    solution is hidden, sphinx-design's tabs nowhere without tabs."""
+    for name in chapters() + ["search", "genindex"]:
+        text = book.page(name)
+        soup = BeautifulSoup(text, "html.parser")
+        scripts = {s["src"].split("?")[0].split("/")[-1] for s in soup.select("script[src]")}
+        has_code = bool(soup.select("div.highlight pre"))
+        has_dropdown = bool(soup.select(".admonition.dropdown, .toggle"))
+        assert ("copybutton.js" in scripts) == has_code, name
+        assert ("clipboard.min.js" in scripts) == has_code, name
+        assert ("togglebutton.js" in scripts) == has_dropdown, name
+        assert ("design-tabs.js" in scripts) == bool(soup.select(".sd-tab-set")), name
+    assert "togglebutton.js" in book.page("numpy") and "copybutton.js" in book.page("numpy")
+
+
+@pytest.mark.book
+def test_theme_script_does_not_measure_the_whole_page_on_load(book):
+    """pydata-sphinx-theme's load-time pass over every code block is gone from its
+    script (tools/jaxguide_site.py); jaxguide-nav.js measures blocks near the screen, and
+    every code block is focusable until then."""
+    theme = (book.html / "_static" / "scripts" / "pydata-sphinx-theme.js").read_text()
+    assert jaxguide_site._THEME_TAB_STOPS.search(theme) is None
+    assert 'addEventListener("load"' not in theme
+    original = (jaxguide_site._theme_static() / "scripts" / "pydata-sphinx-theme.js").read_text()
+    assert jaxguide_site._THEME_TAB_STOPS.search(original) is not None
+    assert "IntersectionObserver" in (book.html / "_static" / "jaxguide-nav.js").read_text()
+    pres = BeautifulSoup(book.page("numpy"), "html.parser").select("pre")
+    assert pres and all(p.get("tabindex") == "0" for p in pres)
+
+
+def test_plain_token_spans_are_unwrapped():
+    """Spans of Pygments tokens whose only style is the code block's own colour, in every
+    mode, are dropped (half the elements of a long chapter); coloured ones stay."""
+    pygments = (
+        'html[data-theme="light"] .highlight{ background: #fff; color: #080808 }\n'
+        'html[data-theme="light"] .highlight .n{ color: #080808 }\n'
+        'html[data-theme="light"] .highlight .k{ color: #6730C5 }\n'
+        'html[data-theme="light"] .highlight .p{ color: #080808 }\n'
+        'html[data-theme="light"] .highlight .w{ color: #080808; font-weight: bold }\n'
+        'html[data-theme="dark"] .highlight{ background: #222; color: #F8F8F2 }\n'
+        'html[data-theme="dark"] .highlight .n{ color: #F8F8F2 }\n'
+        'html[data-theme="dark"] .highlight .k{ color: #DCC6E0 }\n'
+        'html[data-theme="dark"] .highlight .p{ color: #ffffff }\n'
+        'html[data-theme="dark"] .highlight .w{ color: #F8F8F2 }\n'
+    )
+    # .p differs in dark mode, .w has a weight: both kept. `.sig-param.n` cannot match a
+    # token span; a rule for `.n` alone elsewhere would keep it.
+    assert jaxguide_site.plain_token_classes(pygments, "em.sig-param.n{x:1}") == {"n"}
+    assert jaxguide_site.plain_token_classes(pygments, "span.n:hover{x:1}") == set()
+    page = (
+        '<div class="highlight"><pre tabindex="0"><span class="n">x</span> '
+        '<span class="k">if</span> <span class="n">y</span></pre></div>'
+        '<p><span class="n">prose</span></p>'
+    )
+    assert jaxguide_site.unwrap_plain_tokens(page, frozenset({"n"})) == (
+        '<div class="highlight"><pre tabindex="0">x <span class="k">if</span> y</pre></div>'
+        '<p><span class="n">prose</span></p>'
+    )
+
+
+@pytest.mark.book
+def test_plain_token_spans_are_gone_from_the_pages(book):
+    text = book.page("training")
+    assert '<span class="n">' not in text and '<span class="p">' not in text
+    assert '<span class="k">' in text or '<span class="kn">' in text
+
+
+def test_bundle_keeps_order_and_rewrites_urls(tmp_path):
+    """Pages link one bundle of their stylesheets, in their order, its url()s moved to
+    the bundle's folder; a page that links an older bundle links the new one."""
+    html_dir = tmp_path / "html"
+    (html_dir / "_static" / "styles").mkdir(parents=True)
+    (html_dir / "_static" / "styles" / "a.css").write_text(
+        '@charset "utf-8";.a{background:url(../img/x.png)}'
+    )
+    (html_dir / "_static" / "b.css").write_text('.b{background:url("data:image/png;base64,AA")}')
+    head = (
+        '<html><head>\n<link href="_static/styles/a.css?digest=1" rel="stylesheet" />\n'
+        '    <link rel="stylesheet" type="text/css" href="_static/b.css?v=2" />\n'
+        '<link rel="stylesheet" href="https://example.org/x.css" />\n'
+        '<link rel="stylesheet" media="print" href="_static/b.css" />\n'
+    )
+    page = html_dir / "index.html"
+    page.write_text(head + '</head><body><p class="a b">x</p></body></html>')
+    memo = jaxguide_site.PageMemo(html_dir)
+    jaxguide_site._bundle_stylesheets(html_dir, memo)
+    soup = BeautifulSoup(page.read_text(), "html.parser")
+    links = [link["href"] for link in soup.select('link[rel="stylesheet"]')]
+    assert links[1:] == ["https://example.org/x.css", "_static/b.css"], links
+    bundle = html_dir / links[0]
+    text = bundle.read_text()
+    assert jaxguide_site._bundle_sources(bundle) == ["_static/styles/a.css", "_static/b.css"]
+    assert "@charset" not in text and "url(img/x.png)" in text
+    assert text.index(".a{") < text.index(".b{") and "data:image/png;base64,AA" in text
+    assert memo.final(page, page.read_text())
+    # The sources change (as a rebuild purges them again): the page links the new bundle.
+    (html_dir / "_static" / "b.css").write_text(".b{color:red}")
+    jaxguide_site._bundle_stylesheets(html_dir, memo)
+    new = BeautifulSoup(page.read_text(), "html.parser").select('link[rel="stylesheet"]')[0]
+    assert new["href"] != links[0] and not bundle.exists()
+    assert ".b{color:red}" in (html_dir / new["href"]).read_text()
 
 
 @pytest.mark.book

@@ -26,9 +26,19 @@ the causes:
   half its pixels) so nothing moves while it loads.
 * **First paint**: the stylesheets the pages link keep only the rules whose classes
   and ids occur somewhere in the site's pages or scripts (:func:`purge_css`: 460 kB of
-  theme CSS become ~180 kB), an ``@import`` is inlined, and the scripts in ``<head>``
-  are deferred (but ``documentation_options.js``, which inline scripts use). The
-  originals are kept beside the output and put back at the next build.
+  theme CSS become ~180 kB), an ``@import`` is inlined, and they are bundled into one
+  stylesheet (:func:`_bundle_stylesheets`: one request on a phone's connection instead
+  of ten). The scripts in ``<head>`` are deferred, ``documentation_options.js`` (which
+  inline scripts use) is written into the page, the theme's scripts are not preloaded,
+  and a page loads the copy-button, toggle-button and tab scripts only when it has
+  what they work on. The theme (light or dark) is decided in the first inline script,
+  not after the first paint. The originals are kept beside the output and put back at
+  the next build.
+* **Long pages** do work proportional to the screen: Pygments spans that change nothing
+  are dropped (:func:`plain_token_classes`: half a long chapter's elements), and the
+  theme's load-time measurement of every code block is removed from its script
+  (``book/_static/jaxguide-nav.js`` measures each near the screen; sections far from it
+  are not rendered, ``content-visibility: auto`` in ``book/_static/jaxguide.css``).
 * **Accessibility** (axe-core, ``tests/test_browser.py``): coloured output text below
   4.5:1 contrast (rich's HTML) gets black or white text; the sidebar's title, search
   and chapter list form a ``banner`` landmark; the search button's accessible name is
@@ -46,6 +56,7 @@ import hashlib
 import html
 import json
 import os
+import posixpath
 import re
 from pathlib import Path
 
@@ -243,7 +254,9 @@ class PageMemo:
             return self.pages[self._key(page)]
         entry = {
             "digest": self._digest(text),
-            "words": sorted(set(_WORD.findall(text))),
+            # A <link> names files, not classes: whether a page links the stylesheets
+            # one by one or their bundle (:func:`_bundle_stylesheets`) changes no word.
+            "words": sorted(set(_WORD.findall(_LINK.sub("", text)))),
             "icons": sorted(_icons_in(text)),
         }
         self.pages[self._key(page)] = entry
@@ -499,10 +512,11 @@ def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]
     used, prefixes = _names_in_site(outdir, memo)
     linked = set()
     for page in outdir.glob("*.html"):
-        for link in _LINK.findall(page.read_text(encoding="utf-8")):
-            href = re.search(r'href="([^"]+)"', link)
-            if 'rel="stylesheet"' in link and href and "://" not in href.group(1):
-                linked.add(href.group(1).split("?")[0])
+        for href in _stylesheet_hrefs(page.read_text(encoding="utf-8")):
+            if _BUNDLE_NAME.search(href):
+                linked.update(_bundle_sources(outdir / href.split("?")[0]))
+            else:
+                linked.add(href.split("?")[0])
     paths = {(outdir / href).resolve() for href in linked}
     for path in list(paths):  # and the stylesheets they @import (theme.css: basic.css)
         if path.is_file():
@@ -571,6 +585,119 @@ def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]
 
 
 _LINK = re.compile(r"<link\b[^>]*>")
+_HREF = re.compile(r'\bhref="([^"]+)"')
+
+
+def _is_local_stylesheet(link: str) -> bool:
+    href = _HREF.search(link)
+    return (
+        re.search(r'\brel="stylesheet"', link) is not None
+        and href is not None
+        and "://" not in href.group(1)
+        and not href.group(1).startswith("//")
+        and re.search(r'\bmedia="(?!all")', link) is None
+    )
+
+
+def _stylesheet_hrefs(text: str) -> list[str]:
+    """The local stylesheets (for every medium) a page's <head> links, in order."""
+    head = text.partition("</head>")[0]
+    links = [link for link in _LINK.findall(head) if _is_local_stylesheet(link)]
+    return [m.group(1) for m in map(_HREF.search, links) if m]
+
+
+# ----------------------------------------------------------------------------- one stylesheet
+
+# The theme and its extensions link ten stylesheets. On a phone's connection each is a
+# request before the first paint, more than the six a browser opens at once to a host
+# over HTTP/1.1: one stylesheet made of them, in the same order, is one request.
+_BUNDLE_DIR = "_static"
+_BUNDLE_NAME = re.compile(r"_static/jaxguide-bundle-[0-9a-f]{12}\.css")
+_BUNDLE_HEADER = "/* jaxguide bundle of: "
+
+
+def _bundle_sources(path: Path) -> list[str]:
+    """The stylesheets (paths relative to the output folder) a bundle was made of: its
+    first line. A page that links a bundle another build wrote needs it."""
+    if not path.is_file():
+        raise ExtensionError(
+            f"jaxguide_site: {path.name} is missing (a page links it); build from a clean "
+            "output folder (jupyter-book clean book/)"
+        )
+    first = path.read_text(encoding="utf-8").partition("\n")[0]
+    if not first.startswith(_BUNDLE_HEADER):
+        raise ExtensionError(f"jaxguide_site: {path} is not a stylesheet bundle")
+    return first.removeprefix(_BUNDLE_HEADER).removesuffix(" */").split()
+
+
+def _relocated_css(css: str, source: Path, target_dir: Path) -> str:
+    """``css`` from ``source``, with its relative ``url()``s rewritten to resolve from
+    ``target_dir``, and without ``@charset`` (only allowed first in a file)."""
+    up = Path(os.path.relpath(source.parent, target_dir)).as_posix()
+
+    def moved(url: re.Match) -> str:
+        quote, ref = url.group(1), url.group(2)
+        if up == "." or re.match(r"^(?:[a-z]+:|/|#)", ref):
+            return url.group(0)
+        return f"url({quote}{posixpath.normpath(f'{up}/{ref}')}{quote})"
+
+    css = re.sub(r'@charset\s+"[^"]*"\s*;', "", css)
+    return _CSS_URL.sub(moved, css)
+
+
+def _bundle_stylesheets(outdir: Path, memo: PageMemo) -> None:
+    """Link one stylesheet instead of several from every page: the local stylesheets a
+    page links (already purged) written into ``_static/jaxguide-bundle-<digest>.css``,
+    in order, named by its content; a page that links an older bundle links the new one."""
+    outdir = outdir.resolve()
+    bundles: dict[tuple[str, ...], str] = {}
+    for page in sorted(outdir.glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        head, sep, body = text.partition("</head>")
+        links = [link for link in _LINK.findall(head) if _is_local_stylesheet(link)]
+        if not links or not sep:
+            continue
+        prefix = "../" * (len(page.relative_to(outdir).parts) - 1)
+        sources: list[str] = []
+        for link in links:
+            href = links_href = _HREF.search(link)
+            href = links_href.group(1).split("?")[0] if links_href else ""
+            path = (page.parent / href).resolve()
+            if _BUNDLE_NAME.search(href):
+                sources += _bundle_sources(path)
+            else:
+                sources.append(path.relative_to(outdir).as_posix())
+        key = tuple(sources)
+        if key not in bundles:
+            parts = []
+            for source in sources:
+                path = outdir / source
+                css = path.read_text(encoding="utf-8")
+                parts.append(_relocated_css(css, path, outdir / _BUNDLE_DIR))
+            content = "\n".join(parts)
+            digest = hashlib.sha256(content.encode()).hexdigest()[:12]
+            name = f"{_BUNDLE_DIR}/jaxguide-bundle-{digest}.css"
+            full = f"{_BUNDLE_HEADER}{' '.join(sources)} */\n{content}"
+            target = outdir / name
+            if not target.is_file() or target.read_text(encoding="utf-8") != full:
+                write_atomic(target, full.encode())
+            bundles[key] = name
+        first = head.index(links[0])
+        new_head = head[:first] + f'<link rel="stylesheet" href="{prefix}{bundles[key]}" />'
+        rest = head[first + len(links[0]) :]
+        for link in links[1:]:
+            rest = re.sub(r"[ \t]*" + re.escape(link) + r"\n?", "", rest, count=1)
+        new = new_head + rest + sep + body
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            memo.entry(page)
+    # Bundles no page links any more (an earlier build's): removed.
+    live = {outdir / name for name in bundles.values()}
+    for old in (outdir / _BUNDLE_DIR).glob("jaxguide-bundle-*.css"):
+        if old not in live:
+            old.unlink()
+
+
 _IMPORT = re.compile(r"""@import\s+(?:url\()?["']?([^"')\s;]+)""")
 _CSS_URL = re.compile(r"""url\((['"]?)([^'")]+)\1\)""")
 _IMPORT_STATEMENT = re.compile(r"""@import\s+(?:url\()?["']([^"')\s;]+)["']\)?\s*;""")
@@ -678,8 +805,160 @@ def _preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
     return text.replace("</head>", links + "</head>", 1)
 
 
-def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> str:
+# Scripts a page loads only when it has what they work on (each is deferred, but its
+# download and its work at DOMContentLoaded still cost a phone): sphinx-design's tabs,
+# the toggle buttons of dropdown admonitions (the exercises' solutions) and the copy
+# buttons of code blocks.
+_SCRIPT_NEEDS: dict[str, tuple[frozenset[str], ...]] = {
+    "design-tabs.js": (frozenset({"sd-tab-set"}),),
+    # togglebutton's selector: '.toggle, .admonition.dropdown'
+    "togglebutton.js": (frozenset({"toggle"}), frozenset({"admonition", "dropdown"})),
+    # copybutton's selector: 'div.highlight pre'
+    "copybutton.js": (frozenset({"highlight"}),),
+    "clipboard.min.js": (frozenset({"highlight"}),),
+}
+_ANY_CLASS = re.compile(r'class="([^"]*)"')
+
+
+# The theme preloads its two main scripts at high priority, where they compete with the
+# stylesheets for the first paint; they are loaded (deferred) at the end of the body anyway.
+_SCRIPT_PRELOAD = re.compile(r'[ \t]*<link rel="preload" as="script" href="[^"]*"\s*/?>\n?')
+_DOC_OPTIONS = re.compile(
+    r'<script src="((?:\.\./)*)_static/documentation_options\.js(?:\?[^"]*)?"></script>'
+)
+
+
+def _drop_unused_scripts(text: str) -> str:
+    head, sep, body = text.partition("</head>")
+    classes = {frozenset(c.split()) for c in _ANY_CLASS.findall(body)}
+    for script, needs in _SCRIPT_NEEDS.items():
+        if not any(need <= c for need in needs for c in classes):
+            head = re.sub(
+                rf'[ \t]*<script[^>]* src="[^"]*_static/{re.escape(script)}[^"]*"></script>\n?',
+                "",
+                head,
+            )
+    return head + sep + body
+
+
+def _inline_doc_options(text: str, outdir: Path) -> str:
+    """documentation_options.js (a few hundred bytes that inline scripts in <head> use)
+    written into the page: the only script that blocked the first paint, gone."""
+    source = outdir / "_static" / "documentation_options.js"
+    if not source.is_file():
+        return text
+    code = source.read_text(encoding="utf-8").strip()
+    return _DOC_OPTIONS.sub(lambda m: f"<script>{code}</script>", text, count=1)
+
+
+# pydata-sphinx-theme, once a page has loaded, measures every code block and output
+# (scrollWidth against clientWidth) to give the scrollable ones tabindex=0. On a long
+# chapter that lays out the whole page at once, sections the reader has not reached
+# included: the longest task on a phone. Its call is removed from the theme's script;
+# book/_static/jaxguide-nav.js does the same for each block when it comes near the
+# screen, and until then every <pre> keeps the tabindex="0" the build gives it.
+_THEME_TAB_STOPS = re.compile(
+    r',"complete"===document\.readyState\?(\w+)\(\):window\.addEventListener\("load",\1\)'
+)
+
+
+def _patch_theme_script(theme: Path, static: Path) -> None:
+    """Write the theme's script into the output without its whole-page tab-stop pass."""
+    code = (theme / "scripts" / "pydata-sphinx-theme.js").read_text(encoding="utf-8")
+    calls = list(_THEME_TAB_STOPS.finditer(code))
+    if (
+        len(calls) != 1
+        or f'function {calls[0].group(1)}(){{const e=()=>{{document.querySelectorAll(["pre"'
+        not in code
+    ):
+        raise ExtensionError(
+            "jaxguide_site: pydata-sphinx-theme.js has no single load-time tab-stop pass to "
+            "remove; did the theme change?"
+        )
+    code = code[: calls[0].start()] + code[calls[0].end() :]
+    write_atomic(static / "scripts" / "pydata-sphinx-theme.js", code.encode())
+
+
+_PYGMENTS_RULE = re.compile(r"^(.*?)\.highlight(?: \.([\w-]+))?\s*\{([^}]*)\}", re.M)
+
+
+def plain_token_classes(pygments_css: str, other_css: str) -> frozenset[str]:
+    """Pygments token classes that change nothing: in every theme mode their only style
+    is the colour the code block has anyway (``.n`` names, ``.p`` punctuation and ``.w``
+    whitespace in the book's styles), and no other stylesheet names them. Their spans
+    are half the elements of a long chapter: :func:`unwrap_plain_tokens` drops them."""
+    block: dict[str, str] = {}
+    tokens: dict[str, dict[str, str]] = {}
+    for prefix, cls, body in _PYGMENTS_RULE.findall(pygments_css):
+        decls = {
+            k.strip(): v.strip()
+            for k, _, v in (d.partition(":") for d in body.split(";") if d.strip())
+        }
+        if not cls:
+            if "color" in decls:
+                block[prefix] = decls["color"].lower()
+        else:
+            tokens.setdefault(cls, {})[prefix] = (
+                decls["color"].lower() if set(decls) == {"color"} else "<other>"
+            )
+    if not block:
+        return frozenset()
+    plain = {
+        cls
+        for cls, colours in tokens.items()
+        if colours.keys() == block.keys() and all(colours[p] == block[p] for p in block)
+    }
+    # A selector can match a token's span (one class, no id or other attribute) only
+    # through a compound with that class alone: `.sig-param.n` (Sphinx's signatures) cannot.
+    named = set()
+    for prelude in re.findall(r"([^{}]*)\{", other_css):
+        for compound in re.split(r"[\s>+~,()]+", prelude):
+            classes = re.findall(r"\.([\w-]+)", compound)
+            if len(classes) == 1 and "#" not in compound and "[" not in compound:
+                named.add(classes[0])
+    return frozenset(plain - named)
+
+
+_HIGHLIGHT_PRE = re.compile(r'(<div class="highlight"><pre[^>]*>)(.*?)(</pre>)', re.S)
+
+
+def unwrap_plain_tokens(text: str, plain: frozenset[str]) -> str:
+    """``text`` with the spans of ``plain`` token classes in code blocks replaced by
+    their text (see :func:`plain_token_classes`)."""
+    if not plain:
+        return text
+    span = re.compile(
+        r'<span class="(?:' + "|".join(map(re.escape, sorted(plain))) + r')">([^<]*)</span>'
+    )
+    return _HIGHLIGHT_PRE.sub(lambda m: m.group(1) + span.sub(r"\1", m.group(2)) + m.group(3), text)
+
+
+# The theme's inline script in <head> sets data-theme to the stored theme or "auto", and
+# its deferred script resolves "auto" to light or dark later. The code's colours and line
+# height (pygments.css: html[data-theme="light"] .highlight ...) wait for that: a page
+# painted before it shifts its code blocks (CLS) and, in dark mode, flashes light colours.
+# Resolved in the inline script instead, as the theme's setTheme() does.
+_THEME_INIT = 'document.documentElement.dataset.theme = localStorage.getItem("theme") || "auto";'
+_THEME_INIT_RESOLVED = (
+    "document.documentElement.dataset.theme = "
+    '["light", "dark"].includes(document.documentElement.dataset.mode) '
+    "? document.documentElement.dataset.mode "
+    ': (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");'
+)
+
+
+_PRE = re.compile(r"<pre(?![^>]*\btabindex=)(?=[\s>])")
+
+
+def _rewrite_page(
+    text: str, page: Path, outdir: Path, *, as_you_type: bool, plain: frozenset[str] = frozenset()
+) -> str:
     slim = _FA_SCRIPT.sub("", text)
+    slim = slim.replace(_THEME_INIT, _THEME_INIT_RESOLVED, 1)
+    slim = unwrap_plain_tokens(slim, plain)
+    slim = _SCRIPT_PRELOAD.sub("", slim)
+    slim = _drop_unused_scripts(slim)
+    slim = _inline_doc_options(slim, outdir)
     if page.name != "search.html":
         if not as_you_type:
             slim = _SEARCH_SCRIPTS.sub("", slim)
@@ -690,6 +969,9 @@ def _rewrite_page(text: str, page: Path, outdir: Path, *, as_you_type: bool) -> 
     slim = _preload_icon_fonts(slim, page, outdir)
     slim = _IMG.sub(lambda m: _sized_img(m.group(0), outdir, page), slim)
     slim = _RICH_SPAN.sub(_readable_span, slim)
+    # Scrollable blocks must take keyboard focus; which ones scroll is known only in the
+    # browser, near the screen (_patch_theme_script): focusable until measured.
+    slim = _PRE.sub('<pre tabindex="0"', slim)
     # The book's title, search button and chapter list open the sidebar: a banner
     # landmark (the theme's top bar, which would be one, is empty and hidden here).
     slim = slim.replace(_SIDEBAR_START, _SIDEBAR_START[:-1] + ' role="banner">', 1)
@@ -720,12 +1002,20 @@ def _finish(app: Sphinx, exception) -> None:
     _shrink_images(outdir)
     # Only the pages Sphinx wrote in this build need rewriting: the others are as the
     # last build left them, which the memo recognises by their digest.
-    memo = PageMemo(outdir, setting=f"search_as_you_type={as_you_type}")
+    pygments = static / "pygments.css"
+    others = [p for p in static.rglob("*.css") if p != pygments and "bundle" not in p.name]
+    plain = plain_token_classes(
+        pygments.read_text(encoding="utf-8") if pygments.is_file() else "",
+        "".join(p.read_text(encoding="utf-8") for p in others),
+    )
+    memo = PageMemo(
+        outdir, setting=f"search_as_you_type={as_you_type} plain={','.join(sorted(plain))}"
+    )
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if memo.final(page, text):
             continue
-        slim = _rewrite_page(text, page, outdir, as_you_type=as_you_type)
+        slim = _rewrite_page(text, page, outdir, as_you_type=as_you_type, plain=plain)
         if slim != text:
             page.write_text(slim, encoding="utf-8")
         if "fontawesome.js" in slim:
@@ -737,6 +1027,7 @@ def _finish(app: Sphinx, exception) -> None:
     used = _used_icons(outdir, memo)
     # Always start from the theme's own files: an incremental build may keep the output's.
     theme = _theme_static()
+    _patch_theme_script(theme, static)
     css = (theme / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
     (static / "styles" / "pydata-sphinx-theme.css").write_text(
         _keep_used_rules(css, used), encoding="utf-8"
@@ -753,6 +1044,7 @@ def _finish(app: Sphinx, exception) -> None:
     # Bootstrap's and sphinx-design's), so the stylesheets that block the first paint
     # are a fraction of their size. Their originals come back at the next build.
     rewritten = _purge_stylesheets(outdir, memo)
+    _bundle_stylesheets(outdir, memo)
     memo.save()
     write_atomic(outdir / _PURGED_LIST, "\n".join(str(p) for p in rewritten).encode())
     fonts = theme / "vendor" / "fontawesome"
@@ -821,7 +1113,11 @@ def _clear_rewritten(app: Sphinx) -> None:
     output last time, so that Sphinx copies the theme's originals into an empty spot
     instead of warning, file by file, that it "will overwrite data"."""
     static = Path(app.outdir) / "_static"
-    rewritten = [static / "webpack-macros.html", static / "styles" / "pydata-sphinx-theme.css"]
+    rewritten = [
+        static / "webpack-macros.html",
+        static / "styles" / "pydata-sphinx-theme.css",
+        static / "scripts" / "pydata-sphinx-theme.js",
+    ]
     rewritten += list((static / "vendor" / "fontawesome").rglob("*.woff2"))
     rewritten += list((static / "vendor" / "fontawesome").rglob("*.ttf"))
     for path in rewritten:

@@ -1,0 +1,180 @@
+"""Lighthouse on the built site (build tooling, not part of the jaxguide package).
+
+Runs the locked Lighthouse from npm (``package.json``; ``make lighthouse-deps`` installs
+it into ``node_modules/``) with its default mobile profile (simulated slow 4G, 4x CPU
+slowdown) against pages served by :mod:`jaxguide_serve` (gzip, as GitHub Pages serves
+them), in Debian's Chromium (``--headless=new``, no background networking). Used by
+``bench/lighthouse.py`` (every page, three runs each) and ``tests/test_browser.py``
+(the landing page and the two heaviest chapters).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIGHTHOUSE = ROOT / "node_modules" / "lighthouse" / "cli" / "index.js"
+CATEGORIES = ("performance", "accessibility", "best-practices")
+CHROME_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-first-run",
+    "--mute-audio",
+]
+
+
+def chromium_path() -> str | None:
+    """``JAXGUIDE_CHROMIUM``, else ``chromium`` on the PATH, else Debian's path."""
+    found = os.environ.get("JAXGUIDE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    return found if Path(found).is_file() else None
+
+
+def node_path() -> str | None:
+    return shutil.which("node")
+
+
+def missing() -> str | None:
+    """Why Lighthouse cannot run here (and how to fix it), or ``None`` when it can."""
+    if node_path() is None:
+        return "no `node` on the PATH: install Node.js (and npm), then `make lighthouse-deps`"
+    if not LIGHTHOUSE.is_file():
+        return "Lighthouse is not installed: run `make lighthouse-deps` (npm ci, package-lock.json)"
+    if chromium_path() is None:
+        return "no Chromium: `make browser-deps`, or set JAXGUIDE_CHROMIUM"
+    return None
+
+
+def version() -> str:
+    """The installed Lighthouse's version (``node_modules/lighthouse/package.json``)."""
+    package = LIGHTHOUSE.parent.parent / "package.json"
+    if not package.is_file():
+        return "not installed"
+    return str(json.loads(package.read_text(encoding="utf-8"))["version"])
+
+
+@dataclass(frozen=True)
+class Result:
+    """One Lighthouse run of one page: category scores (0-100) and the metrics the
+    performance score weighs (milliseconds; CLS unitless), plus bytes transferred."""
+
+    url: str
+    performance: int
+    accessibility: int
+    best_practices: int
+    fcp_ms: float
+    lcp_ms: float
+    tbt_ms: float
+    si_ms: float
+    cls: float
+    bytes: int
+    failing: tuple[str, ...]  # accessibility and best-practices audits that failed
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarise(report: dict) -> Result:
+    """The scores and metrics of a Lighthouse JSON report (``lhr``)."""
+    cats, audits = report["categories"], report["audits"]
+    if report.get("runtimeError"):
+        raise RuntimeError(f"Lighthouse: {report['runtimeError']}")
+
+    def score(cat: str) -> int:
+        value = cats[cat]["score"]
+        if value is None:
+            raise RuntimeError(f"Lighthouse gave no {cat} score for {report['finalDisplayedUrl']}")
+        return round(100 * value)
+
+    def metric(audit: str) -> float:
+        value = audits[audit].get("numericValue")
+        return float(value) if value is not None else float("nan")
+
+    failing = tuple(
+        f"{cat}: {ref['id']}"
+        for cat in ("accessibility", "best-practices")
+        for ref in cats[cat]["auditRefs"]
+        if ref.get("weight", 0) > 0 and audits[ref["id"]].get("score") not in (None, 1)
+    )
+    return Result(
+        url=report["finalDisplayedUrl"],
+        performance=score("performance"),
+        accessibility=score("accessibility"),
+        best_practices=score("best-practices"),
+        fcp_ms=metric("first-contentful-paint"),
+        lcp_ms=metric("largest-contentful-paint"),
+        tbt_ms=metric("total-blocking-time"),
+        si_ms=metric("speed-index"),
+        cls=metric("cumulative-layout-shift"),
+        bytes=int(metric("total-byte-weight")),
+        failing=failing,
+    )
+
+
+def run(url: str, *, keep: Path | None = None, timeout: float = 180, attempts: int = 2) -> Result:
+    """Lighthouse's mobile run of ``url`` (performance, accessibility, best practices);
+    the JSON report is written to ``keep`` when given. A run that fails (Chromium did not
+    start, Lighthouse reported a runtime error such as no first paint within its time
+    limit) is tried again, up to ``attempts`` times in all."""
+    why = missing()
+    if why:
+        raise RuntimeError(why)
+    for attempt in range(1, attempts + 1):
+        try:
+            return _run_once(url, keep=keep, timeout=timeout)
+        except (RuntimeError, subprocess.TimeoutExpired):
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_once(url: str, *, keep: Path | None, timeout: float) -> Result:
+    with tempfile.TemporaryDirectory(prefix="jaxguide-lh-") as tmp:
+        out = Path(keep) if keep else Path(tmp) / "report.json"
+        cmd = [
+            str(node_path()),
+            str(LIGHTHOUSE),
+            url,
+            "--quiet",
+            "--output=json",
+            f"--output-path={out}",
+            f"--only-categories={','.join(CATEGORIES)}",
+            f"--chrome-flags={' '.join(CHROME_FLAGS)}",
+            "--disable-full-page-screenshot",
+            "--max-wait-for-load=60000",
+        ]
+        env = {**os.environ, "CHROME_PATH": str(chromium_path()), "TMPDIR": tmp}
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if proc.returncode != 0 or not out.is_file():
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+            raise RuntimeError(f"Lighthouse failed on {url} (exit {proc.returncode}):\n{tail}")
+        return summarise(json.loads(out.read_text(encoding="utf-8")))
+
+
+_IMAGE_SRC = re.compile(r'<img\b[^>]*\bsrc="([^"]+)"')
+
+
+def page_bytes(html_dir: Path, name: str) -> int:
+    """What ``name.html`` weighs in the build: the page and the images it shows (the
+    stylesheets and scripts every page shares are left out)."""
+    page = html_dir / f"{name}.html"
+    text = page.read_text(encoding="utf-8")
+    images = {(page.parent / src.split("?")[0]).resolve() for src in _IMAGE_SRC.findall(text)}
+    return page.stat().st_size + sum(p.stat().st_size for p in images if p.is_file())
+
+
+def heaviest(html_dir: Path, names: list[str], n: int) -> list[str]:
+    """The ``n`` heaviest of ``names`` by :func:`page_bytes`, heaviest first."""
+    return sorted(names, key=lambda name: page_bytes(html_dir, name), reverse=True)[:n]
