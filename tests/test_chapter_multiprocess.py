@@ -88,6 +88,7 @@ def test_reading_global_results(book):
     first_column = [float(v) for p in (0, 1) for v in np.arange(8.0)[::2] + 100 * p]
     assert text.count(f"process_allgather(x, tiled=True): (8, 2) first column {first_column}") >= 2
     assert "x.addressable_shards[0]: rows 0:1 on device 0, [[0.0, 1.0]]" in text
+    assert text.count(f"device_put(x, P()), then np.asarray: first column {first_column}") >= 2
     assert "x.addressable_shards[0]: rows 4:5 on device 2048, [[100.0, 101.0]]" in text
 
 
