@@ -119,6 +119,19 @@ def test_training(book):
     returned, ready = lines["1500 x 1500 matmul"]
     assert ready > 10 * returned
     assert abs(float(g["matmul_ms"].replace(",", "")) - ready / 1e3) <= 1
+    # The optax recipe: warmup then cosine (values by hand), the schedule's count in the
+    # state, and donation aliasing every byte of parameters + optimiser state.
+    assert (
+        "learning rate at steps 0, 30, 60, 330, 600: 0.0e+00, 1.5e-03, 3.0e-03, 1.5e-03, 3.0e-05"
+        in text
+    )
+    assert "optimiser state: ['ScaleByAdamState', 'EmptyState', 'ScaleByScheduleState']" in text
+    m = re.search(r"outputs written into the donated buffers: ([\d,]+) of ([\d,]+) bytes", text)
+    assert m and m[1] == m[2], m
+    n_params_mlp = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)
+    # params + Adam's mu and nu (float32) + two int32 counts (Adam's, the schedule's).
+    assert int(m[1].replace(",", "")) == 3 * 4 * n_params_mlp + 2 * 4
+    assert "the donated parameters after the call: deleted = True" in text
     # File-backed data: a memory map gives the same batch as the in-memory arrays.
     assert "memmap -> ndarray [(128, 2), (128,)]" in text
     assert "the same batch as from memory: True" in text
