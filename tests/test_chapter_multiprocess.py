@@ -92,6 +92,16 @@ def test_reading_global_results(book):
     assert "x.addressable_shards[0]: rows 4:5 on device 2048, [[100.0, 101.0]]" in text
 
 
+def test_checkpoint_from_every_process(book):
+    text = page_text(book, "multiprocess")
+    files = "['ocdbt.process_0', 'ocdbt.process_1']"
+    for p in (0, 1):
+        assert f"process {p}: saved; per-process files: {files}" in text
+    # Each process got back exactly the rows it supplied (arange(4) + 100 p).
+    assert "process 0: restored its shards [[[0.0, 1.0]], [[2.0, 3.0]]]" in text
+    assert "process 1: restored its shards [[[100.0, 101.0]], [[102.0, 103.0]]]" in text
+
+
 def test_hybrid_mesh_and_shell_launch(book):
     text = page_text(book, "multiprocess")
     # The mesh's first axis crosses processes, its second stays inside one.
