@@ -153,6 +153,12 @@ def test_scaling(book):
     # Explicit mode: the types were printed while tracing; the error really happened.
     assert "W_up float32[64@(data,model),256]" in text
     assert "ShardingTypeError" in text
+    # The contracting case: refused, then resolved with out_sharding (a sum of 16 ones).
+    assert (
+        "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous how the "
+        "output should be sharded" in text
+    )
+    assert "a.T @ a with out_sharding=P(): float32[4,4] | entry [0, 0] = 16.0" in text
     # ...and the gathers written with jax.reshard are in the compiled program.
     assert f"collectives in the compiled step: {n_arrays} all-gather, 1 all-reduce" in text
 
