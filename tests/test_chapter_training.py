@@ -135,6 +135,7 @@ def test_training(book):
     # File-backed data: a memory map gives the same batch as the in-memory arrays.
     assert "memmap -> ndarray [(128, 2), (128,)]" in text
     assert "the same batch as from memory: True" in text
+    assert "100 steps from the files, the same losses as from memory; last" in text
     names = r"one device|pmap, state on 1 device|pmap, state replicated|jit \+ sharded batch|shard_map \+ psum"
     rates = dict(re.findall(rf"({names}) +(\d+) steps/s", text))
     assert len(rates) == 5 and all(int(v) > 0 for v in rates.values()), rates
