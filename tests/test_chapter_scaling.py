@@ -122,16 +122,25 @@ def test_scaling(book):
     assert "activation all-reduces over model: as in tensor parallel" in text
     assert f"8 x all-reduce over model operands {6 * layers * per // 1024} KiB" in text
     assert re.search(r"\d+ x all-gather over data", text)
-    sources = re.findall(r"all-gather over model, \(\d+, \d+\): (\S+)", text)
+    # jaxguide.compiled.parameter_of traced each gather back to its argument.
+    sources = re.findall(r"all-gather over model, forward, \(\d+, \d+\): (\S+)", text)
     assert sorted(sources) == ["params['head']['kernel']", "params['tok']"], sources
-    permutes = re.findall(r"collective-permute, (forward|backward), \((\d+), (\d+)\)", text)
+    permutes = re.findall(
+        r"collective-permute over pairs, (forward|backward), \((\d+), (\d+)\): (\S+)", text
+    )
     assert "4 x collective-permute over pairs" in text
     assert sorted(permutes) == [
-        ("backward", "32", "64"),
-        ("backward", "64", "32"),
-        ("forward", "16", "64"),
-        ("forward", "64", "16"),
+        ("backward", "32", "64", "a"),
+        ("backward", "64", "32", "a"),
+        ("forward", "16", "64", "params['head']['kernel']"),
+        ("forward", "64", "16", "params['tok']"),
     ], permutes
+    # FSDP: 25 all-gathers = each matrix once (forward), each norm scale twice.
+    assert "15 all-gathers of a matrix, in the forward pass" in text
+    assert "5 all-gathers of a norm scale, in the backward pass" in text
+    assert "5 all-gathers of a norm scale, in the forward pass" in text
+    assert (g["fsdp_gathers"], g["fsdp_matrices"], g["fsdp_norms"]) == ("25", "15", "5")
+    assert g["n_arrays"] == str(n_arrays) == "20"
     # The exercise: the same formula on the 4 x 2 mesh.
     per42 = batch // 4 * seq * width * 4
     assert (
@@ -144,14 +153,64 @@ def test_scaling(book):
     # Explicit mode: the types were printed while tracing; the error really happened.
     assert "W_up float32[64@(data,model),256]" in text
     assert "ShardingTypeError" in text
+    # The contracting case: refused, then resolved with out_sharding (a sum of 16 ones).
+    assert (
+        "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous how the "
+        "output should be sharded" in text
+    )
+    assert "a.T @ a with out_sharding=P(): float32[4,4] | entry [0, 0] = 16.0" in text
     # ...and the gathers written with jax.reshard are in the compiled program.
     assert f"collectives in the compiled step: {n_arrays} all-gather, 1 all-reduce" in text
 
     # Roofline: a prediction per strategy, and the glued winners are strategies.
     assert text.count("predicted µs per step on a TPU v5e per device") == 2
     assert g["win_now"] in ("single device", *STRATEGIES)
-    assert g["win_big"] in ("single device", *STRATEGIES)
+    assert g["win_now"] == "data parallel"
     assert int(g["grow"]) > 50
+
+    # The 100x model, compiled from abstract arrays (not extrapolated): its
+    # parameter count by hand (2 blocks of 12 d^2 + 2 norms, tables, head, norm).
+    d, vocab = 640, 64
+    n_big = 2 * (12 * d * d + 2 * d) + vocab * d + seq * d + d * vocab + d
+    assert g["n_big"] == f"{n_big:,}"
+    assert f"{n_big:,} parameters, {n_big / n_params:.1f} times as many" in text
+    grew = dict(
+        (m.group(1), (float(m.group(2)), float(m.group(3))))
+        for m in re.finditer(
+            r"(single device|data parallel|FSDP|tensor parallel|FSDP \+ TP) +(\d+) +(\d+) +"
+            r"(?:\d+|-) +[\d.]+ [KMG]?i?B",
+            text[text.index("grew by FLOPs") :],
+        )
+    )
+    assert set(grew) == {"single device", *STRATEGIES}, grew
+    for name, (flops_x, bytes_x) in grew.items():
+        assert flops_x > 50, name  # the matmuls grow with the parameters
+        assert bytes_x < n_big / n_params / 2, name  # the bytes do not
+    # The 100x roofline: read from the compiled program; every multi-device step
+    # is bound by communication, and tensor parallelism is fastest.
+    big = text[text.index("100x: predicted") :]
+    big = big[: big.index("fastest predicted")]
+    steps = {}
+    for name in ("single device", *STRATEGIES):
+        m = re.search(re.escape(name) + r" ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+) (\w+)", big)
+        assert m, name
+        steps[name] = float(m.group(4))
+        assert m.group(5) == ("memory" if name == "single device" else "comm"), name
+    assert min(steps, key=steps.get) == g["win_big"] == "tensor parallel"
+    assert steps["data parallel"] > steps["single device"]  # as the prose says
+    # Data parallel at 100x by hand: one all-reduce of every gradient + the loss.
+    m = re.search(r"data parallel ([\d.]+) ([\d.]+) ([\d.]+)", big)
+    assert float(m.group(3)) == pytest.approx(2 * 7 / 8 * (4 * n_big + 4) / 4.5e10 * 1e6, abs=0.06)
+    assert float(g["tp_vs_dp"]) == pytest.approx(
+        steps["data parallel"] / steps["tensor parallel"], abs=0.06
+    )
+    tp_sent = re.search(r"tensor parallel sends over data: (\S+ \S+), over model: (\S+ \S+)", text)
+    dp_sent = re.search(r"data parallel sends over all 8: (\S+ \S+)", text)
+    assert tp_sent and dp_sent
+    assert _kib(tp_sent.group(1)) + _kib(tp_sent.group(2)) < _kib(dp_sent.group(1)) / 2
+    assert _kib(dp_sent.group(1)) * 1024 == pytest.approx(2 * 7 / 8 * (4 * n_big + 4), rel=0.01)
+    # FSDP keeps whole weights and the whole gradient sum: about twice the params.
+    assert 1.5 <= float(g["fsdp_temp_x"]) <= 2.5
     # The roofline's communication time is the table's `sent` bytes over one
     # link's one-way bandwidth (4.5e10 B/s), strategy by strategy.
     now = text[text.index("this size: predicted") : text.index("100x: predicted")]
@@ -185,6 +244,27 @@ def test_scaling(book):
         assert abs(after / before - 1) <= 0.005
     else:
         assert verdict.startswith("shrinks by" if after < before else "grows by")
+    # ...and for a deep stack of large layers: the CPU compiler's verdict on memory and
+    # FLOPs, as the page reports it.
+    deep = dict(
+        (m[0], (m[1], float(m[2])))
+        for m in re.findall(
+            r"8 layers, (no remat|jax.checkpoint) +([\d.]+ [KMG]?i?B) temporary, +([\d.]+) GFLOP",
+            text,
+        )
+    )
+    assert set(deep) == {"no remat", "jax.checkpoint"}, deep
+    f0, f1 = deep["no remat"][1], deep["jax.checkpoint"][1]
+    assert f1 >= f0
+    assert g["deep_flops"] == (
+        f"grow by {f1 / f0 - 1:.0%}"
+        if f1 > f0 * 1.005
+        else "stay the same (the compiled program recomputes nothing)"
+    )
+    t0, t1 = _kib(deep["no remat"][0]), _kib(deep["jax.checkpoint"][0])
+    verdict = g["remat_verdict_big"]
+    assert verdict.startswith("shrinks" if t1 < t0 else "grows" if t1 > t0 else "stays")
+    assert not verdict.startswith("shrinks")  # the prose says XLA:CPU does not lower it
 
     # Offload: the policy types residuals for host memory; the CPU program has none.
     assert int(g["n_offloaded"]) > 0

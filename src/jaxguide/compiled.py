@@ -477,3 +477,196 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
         alias_bytes=mem("alias_size_in_bytes"),
         hlo=hlo,
     )
+
+
+# --- Where a collective comes from: the JAX operation XLA recorded for it -------------
+#
+# XLA keeps, in each instruction's metadata, the name of the JAX operation it was
+# lowered from (``op_name="jit(step)/transpose(jvp(mlp))/dot_general"``), with the
+# ``jax.named_scope`` s it ran in; operations of a backward pass carry ``transpose(``.
+
+__all__ += ["hlo_line", "op_name", "pass_of", "scopes_of", "parameter_of"]
+
+
+def _instruction_name(fn: str, collective: Collective | str) -> str:
+    if isinstance(collective, Collective):
+        return collective.name
+    if isinstance(collective, str) and collective:
+        return collective
+    raise TypeError(
+        f"{fn}: collective must be a Collective from report.collectives or an instruction "
+        f"name, got {type(collective).__name__}."
+    )
+
+
+def _check_report(fn: str, report: object) -> ProgramReport:
+    if not isinstance(report, ProgramReport):
+        raise TypeError(
+            f"{fn}: report must be a ProgramReport from analyze(), got {type(report).__name__}."
+        )
+    return report
+
+
+def hlo_line(report: ProgramReport, collective: Collective | str) -> str:
+    """The line of the compiled program that defines an instruction.
+
+    Args:
+        report: what :func:`analyze` returned.
+        collective: one of ``report.collectives``, or an instruction's name in ``report.hlo``.
+
+    Returns:
+        The HLO line, from ``%name = ...`` to its end.
+
+    Raises:
+        TypeError: ``report`` is not a :class:`ProgramReport`, or ``collective`` is neither a
+            :class:`Collective` nor a name.
+        KeyError: no instruction of that name is in the program.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> report = analyze(lambda x: x * 2.0, jnp.ones(4))
+        >>> name = report.fusions[0].name if report.fusions else "multiply"
+        >>> hlo_line(report, name).startswith(f"%{name} = ")
+        True
+    """
+    report = _check_report("hlo_line", report)
+    name = _instruction_name("hlo_line", collective)
+    match = re.search(rf"%{re.escape(name)} = [^\n]*", report.hlo)
+    if match is None:
+        raise KeyError(f"hlo_line: no instruction %{name} in the compiled program.")
+    return match.group()
+
+
+def op_name(report: ProgramReport, collective: Collective | str) -> str:
+    """The JAX operation XLA recorded for an instruction, e.g.
+    ``'jit(step)/transpose(jvp(mlp))/dot_general'``; ``''`` if none was recorded.
+
+    Args:
+        report: what :func:`analyze` returned.
+        collective: one of ``report.collectives``, or an instruction's name.
+
+    Returns:
+        The ``op_name`` of the instruction's metadata (named scopes included).
+
+    Raises:
+        TypeError, KeyError: as :func:`hlo_line`.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = jax.make_mesh((jax.device_count(),), ("x",),
+        ...                      axis_types=(jax.sharding.AxisType.Auto,))
+        >>> x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("x")))
+        >>> report = analyze(lambda x: x.sum(), x)
+        >>> op_name(report, report.collectives[0]).startswith("jit(<lambda>)")
+        True
+    """
+    match = re.search(r'op_name="([^"]*)"', hlo_line(report, collective))
+    return match.group(1) if match else ""
+
+
+def pass_of(report: ProgramReport, collective: Collective | str) -> str:
+    """``'backward'`` if the JAX operation behind an instruction belongs to a backward pass
+    (its name contains ``transpose(``, which ``grad`` adds), else ``'forward'``.
+
+    Args:
+        report: what :func:`analyze` returned.
+        collective: one of ``report.collectives``, or an instruction's name.
+
+    Returns:
+        ``'forward'`` or ``'backward'``.
+
+    Raises:
+        TypeError, KeyError: as :func:`hlo_line`.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = jax.make_mesh((jax.device_count(),), ("x",),
+        ...                      axis_types=(jax.sharding.AxisType.Auto,))
+        >>> x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("x")))
+        >>> w = jnp.ones(4)
+        >>> report = analyze(jax.grad(lambda w, x: (x @ w).sum()), w, x)
+        >>> [pass_of(report, c) for c in report.collectives]
+        ['backward']
+    """
+    return "backward" if "transpose(" in op_name(report, collective) else "forward"
+
+
+def scopes_of(report: ProgramReport, collective: Collective | str) -> tuple[str, ...]:
+    """The ``jax.named_scope`` s an instruction's JAX operation ran in, sorted, as far as
+    XLA recorded them inside ``jvp(...)``/``transpose(...)`` (the scopes of a
+    differentiated function; outside ``grad`` a scope is a plain path element).
+
+    Args:
+        report: what :func:`analyze` returned.
+        collective: one of ``report.collectives``, or an instruction's name.
+
+    Returns:
+        The scope names, e.g. ``('mlp',)``; ``()`` if none.
+
+    Raises:
+        TypeError, KeyError: as :func:`hlo_line`.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = jax.make_mesh((jax.device_count(),), ("x",),
+        ...                      axis_types=(jax.sharding.AxisType.Auto,))
+        >>> x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("x")))
+        >>> @jax.named_scope("head")
+        ... def head(w, x):
+        ...     return (x @ w).sum()
+        >>> report = analyze(jax.grad(head), jnp.ones(4), x)
+        >>> scopes_of(report, report.collectives[0])
+        ('head',)
+    """
+    return tuple(sorted(set(re.findall(r"jvp\((\w+)\)", op_name(report, collective)))))
+
+
+def parameter_of(
+    report: ProgramReport, collective: Collective | str, *, max_hops: int = 8
+) -> str | None:
+    """The argument of the jitted function whose value an instruction's first operand is
+    read from, following first operands back through the program (constants and
+    ``partition-id`` skipped) for at most ``max_hops`` instructions.
+
+    Args:
+        report: what :func:`analyze` returned.
+        collective: one of ``report.collectives``, or an instruction's name.
+        max_hops: instructions to follow back before giving up.
+
+    Returns:
+        The argument's path as JAX names it in the program (``"params['tok']"``), or
+        ``None`` if no parameter is reached within ``max_hops`` or the parameter is unnamed.
+
+    Raises:
+        TypeError, KeyError: as :func:`hlo_line`.
+        ValueError: ``max_hops`` is not a positive integer.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = jax.make_mesh((jax.device_count(),), ("x",),
+        ...                      axis_types=(jax.sharding.AxisType.Auto,))
+        >>> table = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("x")))
+        >>> whole = jax.jit(lambda params: params["table"] * 2.0,
+        ...                 out_shardings=NamedSharding(mesh, P()))
+        >>> report = analyze(whole, {"table": table})
+        >>> [(c.kind, parameter_of(report, c)) for c in report.collectives]
+        [('all-gather', "params['table']")]
+    """
+    max_hops = _checks.positive_int("parameter_of", "max_hops", max_hops)
+    name = _instruction_name("parameter_of", collective)
+    for _ in range(max_hops):
+        line = hlo_line(report, name)
+        if " parameter(" in line:
+            match = re.search(r'op_name="([^"]*?)(?:\.value)?"', line)
+            return match.group(1).replace("\\'", "'") if match else None
+        parts = _split_instruction(line.split(" = ", 1)[1])
+        operands = re.findall(r"%([\w.\-]+)", parts[2]) if parts else []
+        operands = [o for o in operands if not re.match(r"(constant|partition-id)", o)]
+        if not operands:
+            return None
+        name = operands[0]
+    return None
