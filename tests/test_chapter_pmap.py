@@ -75,6 +75,15 @@ def test_pmap_timings_glued(book):
     for key in ("pmap_jit_vs_pmap", "pmap_presplit", "pmap_vs_jitvmap"):
         assert re.fullmatch(VERDICT, g[key]), (key, g[key])
     assert g["pmap_iqr"] in {"overlap", "do not overlap"}
+    # The copy verdict follows the pre-split measurement, whichever way it went.
+    verdict = g["pmap_copy_verdict"]
+    if "faster" in g["pmap_presplit"]:
+        assert verdict.startswith("so copying the input")
+    elif "slower" in g["pmap_presplit"]:
+        assert verdict.startswith("although it has no copy")
+    else:
+        assert verdict == "so the copy was too small to measure here"
+    assert verdict in text
     assert g["pmap_fastest"] in VARIANTS
     assert f"their interquartile ranges {g['pmap_iqr']}" in text
     assert "the input, stack, is on device [0]" in text
