@@ -125,8 +125,16 @@ def test_kernel_accounting(book):
         - seconds(median(kernels, "np.tanh"))
     )
     assert seconds(g["chain_np_rest"]) == pytest.approx(rest, rel=0.02)
-    for key in ("sin_alone", "chain_jit_median", "chain_np_rest"):
+    for key in ("chain_np_rest", "sin_best", "chain_best", "sin_share"):
         assert g[key] in text
+    # The sin loop, timed in alternation with the chain, is part of the chain's time.
+    share = seconds(g["sin_best"]) / seconds(g["chain_best"])
+    assert 0 < share < 1.25, share
+    pct = re.fullmatch(r"(\d+)% of", g["sin_share"])
+    if pct:  # the glued share agrees with the glued times (rounded for display)
+        assert abs(int(pct.group(1)) / 100 - share) < 0.03, (g["sin_share"], share)
+    else:
+        assert g["sin_share"] == "about all of" and share > 0.9
 
 
 def test_verdicts(book):
@@ -138,6 +146,7 @@ def test_verdicts(book):
         "chain_jit_vs_numpy",
         "chain_jit_vs_jnp",
         "sin_vs_numpy",
+        "sin_best_vs_numpy",
         "tanh_vs_numpy",
         "gram_jit_vs_numpy",
         "gram_jit_vs_jnp",

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bookcheck import VERDICT, glued, images, page_text
+from bookcheck import VERDICT, cell_output, glued, images, page_text
 
 pytestmark = pytest.mark.book
 
@@ -75,6 +75,15 @@ def test_pmap_timings_glued(book):
     for key in ("pmap_jit_vs_pmap", "pmap_presplit", "pmap_vs_jitvmap"):
         assert re.fullmatch(VERDICT, g[key]), (key, g[key])
     assert g["pmap_iqr"] in {"overlap", "do not overlap"}
+    # The copy verdict follows the pre-split measurement, whichever way it went.
+    verdict = g["pmap_copy_verdict"]
+    if verdict.startswith("so copying the input"):
+        assert "faster" in g["pmap_presplit"]
+    elif verdict.startswith("although it has no copy"):
+        assert "slower" in g["pmap_presplit"]
+    else:
+        assert verdict.startswith("but the spreads of the two timings")
+    assert verdict in text
     assert g["pmap_fastest"] in VARIANTS
     assert f"their interquartile ranges {g['pmap_iqr']}" in text
     assert "the input, stack, is on device [0]" in text
@@ -135,3 +144,9 @@ def test_pmap_fusions_explained(book):
     assert "the fusion: ynn_fusion (kCustom): bitcast, dot, tanh, reduce, bitcast" in text
     assert "wrapped_tanh (kLoop): tanh" in text and "wrapped_reduce (kLoop): reduce" in text
     assert "YNNPACK" in text
+
+
+def test_pmap_unbound_axis_name(book):
+    """The raises-exception cell fails with the error the prose names."""
+    out = cell_output(book, "pmap", 'jax.lax.psum(v, "batch")')
+    assert "NameError" in out and "unbound axis name: batch" in out, out
