@@ -155,9 +155,11 @@ def test_verdicts(book):
         assert g[key] in text
     # The prose says fusion wins on the arithmetic chain: the measurement agrees.
     assert "faster" in g["horner_jit_vs_numpy"]
-    # ... and that eager jnp trailed jit(jnp) on both chains.
-    for key in ("horner_jit_vs_jnp", "chain_jit_vs_jnp"):
-        assert "faster" in g[key], key
+    # ... and that eager jnp trailed jit(jnp) on the arithmetic chain. On the
+    # transcendental chain (compute-bound) the two can be within 10% on a loaded
+    # machine: the prose reports that verdict as measured, without a direction.
+    assert "faster" in g["horner_jit_vs_jnp"]
+    assert f"there jit(jnp) was {g['chain_jit_vs_jnp']} eager jnp" in text
     for key in ("horner_jnp_vs_numpy", "chain_jnp_vs_numpy", "gram_jnp_vs_numpy"):
         assert re.fullmatch(VERDICT, g[key]) and f"{g[key]} NumPy" in text, key
 
