@@ -68,11 +68,17 @@ def test_random_outputs_formatted(book):
     text = page_text(book, "random")
     m = re.search(r"first call: (\[[^]]*\]) second call: (\[[^]]*\])", text)
     assert m and m.group(1) == m.group(2)
+    # The key-reuse checker catches the global key, not the constant seed.
+    assert "constant seed, two calls: no error" in text
+    assert "global key, second call: Previously-consumed key passed to jit" in text
     # ... and the same numbers as the flag demonstration's default (True).
     assert f"with True: {m.group(1)}" in text
     # NumPy's sequential equivalence, shown.
     m = re.search(r"NumPy, one call: (\[[^]]*\]) NumPy, one by one: (\[[^]]*\])", text)
     assert m and m.group(1) == m.group(2)
+    # The key-reuse checker catches the global key, not the constant seed.
+    assert "constant seed, two calls: no error" in text
+    assert "global key, second call: Previously-consumed key passed to jit" in text
 
 
 def test_random_per_device_and_versions(book):
@@ -122,6 +128,9 @@ def test_random_in_compiled_code(book):
     # A constant key inside jit: every call draws the same numbers.
     m = re.search(r"call 1: (\[[^]]*\]) call 2: (\[[^]]*\])", text)
     assert m and m.group(1) == m.group(2)
+    # The key-reuse checker catches the global key, not the constant seed.
+    assert "constant seed, two calls: no error" in text
+    assert "global key, second call: Previously-consumed key passed to jit" in text
     steps = re.findall(r"step (\d): (\[[^]]*\])", text)
     assert [s for s, _ in steps] == ["0", "1", "2"]
     assert len({v for _, v in steps}) == 3  # each call drew other noise
