@@ -241,7 +241,12 @@ def test_lax_beneath_jnp(book):
 
 def test_out_of_bounds_modes_and_links(book):
     text = " ".join(page_text(book, "numpy").split())
-    assert '"promise_in_bounds"' in text  # the real default, not "drop"
+    # Each default is the one the jaxpr names: only an array-index read is a promise.
+    modes = cell_output(book, "numpy", "def indexing_op")
+    assert "x[10]              dynamic_slice\n" in modes
+    assert "x.at[10].set(99.0) scatter, mode FILL_OR_DROP" in modes
+    assert "x[idx]             gather, mode PROMISE_IN_BOUNDS -> [4.]" in modes
+    assert "a promise to the compiler that every index is valid" in text
     soup = BeautifulSoup(book.page("numpy"), "html.parser")
     hrefs = [a.get("href", "") for a in soup.select("a")]
     assert any(h.startswith("debugging.html") for h in hrefs)  # checkify
