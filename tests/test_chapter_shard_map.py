@@ -125,6 +125,9 @@ def test_shard_map_collective_matmul(book):
     assert re.search(rf"jit \(automatic\) +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"gather_then_multiply +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"collective_matmul +7 × collective-permute +operands: +{7 * block} B", text)
+    # The block size in the prose is the measured one.
+    assert glued(book, "shard_map")["cm_block"] == block
+    assert "1024 bytes" not in open_source("shard_map")
 
 
 def test_shard_map_groups(book):
