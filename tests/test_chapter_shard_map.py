@@ -151,8 +151,11 @@ def test_shard_map_random(book):
         return [float(v) for v in m.group(1).split()]
 
     same, own = draws("draw_same_key"), draws("draw_own_key")
-    assert len(same) == len(own) == 16
+    silent = draws("uniform_shared_key")
+    assert len(same) == len(own) == len(silent) == 16
     assert all(0 < v < 1 for v in same + own)  # Beta draws
     # pcast copies one key to every device: the 8 pairs of draws repeat; fold_in does not.
     assert all(same[2 * d : 2 * d + 2] == same[:2] for d in range(8))
+    # uniform with the replicated key: no error, and the same draws on every device.
+    assert all(silent[2 * d : 2 * d + 2] == silent[:2] for d in range(8))
     assert len({tuple(own[2 * d : 2 * d + 2]) for d in range(8)}) == 8
