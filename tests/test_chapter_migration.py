@@ -196,6 +196,7 @@ def test_replacements_of_the_added_rows_ran(book):
     assert "set: [0.0, 7.0, 0.0, 0.0, 0.0]" in text and "add: [0.0, 2.0, 0.0, 1.0, 0.0]" in text
     assert "{'b': 1.0, 'w': [3.0, 3.0]}" in text
     assert "jax.config is a Config" in text and "jax_num_cpu_devices: 8" in text
+    assert "from jax import config gives the same object: True" in text
     assert "HloModule jit_scaled_sin" in text and "sine(" in text
     assert re.search(r"example_libraries\.optimizers: \[ ?0\.95 +-2\.05\]", text)
     assert re.search(r"optax: \[ ?0\.95 +-2\.05\]", text)

@@ -125,3 +125,37 @@ def test_shard_map_collective_matmul(book):
     assert re.search(rf"jit \(automatic\) +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"gather_then_multiply +1 × all-gather +operands: +{block} B", text)
     assert re.search(rf"collective_matmul +7 × collective-permute +operands: +{7 * block} B", text)
+    # The block size in the prose is the measured one.
+    assert glued(book, "shard_map")["cm_block"] == block
+    assert "1024 bytes" not in open_source("shard_map")
+
+
+def test_shard_map_groups(book):
+    text = page_text(book, "shard_map")
+    # A collective over one axis of the 4 x 2 mesh sums within lines of its device grid.
+    assert "psum over 'y' sums within [[0, 1], [2, 3], [4, 5], [6, 7]]" in text
+    assert "psum over 'x' sums within [[0, 2, 4, 6], [1, 3, 5, 7]]" in text
+    assert "psum(..., axis_index_groups=...) under shard_map: NotImplementedError" in text
+
+
+def test_shard_map_random(book):
+    text = page_text(book, "shard_map")
+    # A replicated key with a varying parameter is refused, and the error names pcast.
+    assert "jax.random.beta requires all arguments to have matching type" in text
+    assert "jax.lax.pcast" in text
+    assert "key after fold_in: key<fry>[]{V:x}" in text
+
+    def draws(name):
+        m = re.search(rf"{name} \[([^\]]+)\]", text)
+        assert m, name
+        return [float(v) for v in m.group(1).split()]
+
+    same, own = draws("draw_same_key"), draws("draw_own_key")
+    silent = draws("uniform_shared_key")
+    assert len(same) == len(own) == len(silent) == 16
+    assert all(0 < v < 1 for v in same + own)  # Beta draws
+    # pcast copies one key to every device: the 8 pairs of draws repeat; fold_in does not.
+    assert all(same[2 * d : 2 * d + 2] == same[:2] for d in range(8))
+    # uniform with the replicated key: no error, and the same draws on every device.
+    assert all(silent[2 * d : 2 * d + 2] == silent[:2] for d in range(8))
+    assert len({tuple(own[2 * d : 2 * d + 2]) for d in range(8)}) == 8

@@ -122,6 +122,8 @@ def test_sharding_explicit_and_memory(book):
         r"on_host\[1\] +ValueError: memory_space of all inputs passed to `gather`", text
     )
     assert "computing on one outside such a move fails" not in text
+    # The prose's memory spaces are the ones the error names: host for the stack.
+    assert re.search(r"Got one operand with type: float32<host>\[4,8,8\] and another", text)
 
 
 def test_sharding_binary_ops_and_surprises(book):
