@@ -148,6 +148,8 @@ def test_faq_demonstrations(text, g):
     assert "cond branches must have equal output types" in text
     assert "so the manual axis types do not match" in text
     assert "jax.lax.pcast" in text
+    # The fix, run: devices 4 to 7 keep the replicated zero, the others add their value.
+    assert "[0. 1. 2. 3. 0. 0. 0. 0.]" in text
     # The wrong gradient without pcast, the right one with it.
     assert "pcast first: True value 46, gradient 23" in text
     assert int(g["wrong_grad"]) != 23

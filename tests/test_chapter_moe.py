@@ -212,6 +212,12 @@ def test_roofline(book):
         for t in (t_nv, t_net):
             link = nvlink if t == t_nv else network
             assert (float(t) > float(compute)) == (f < bound[link]), (name, t)
+        if name == "Mixtral 8x7B":  # the ratio the prose quotes
+            assert g["mx_net_ratio"] == f"{float(compute) / float(t_net):.2f}"
+    # Gated (SwiGLU) experts: two thirds of the bound, the same verdicts.
+    assert g["bound_gated"] == f"{2 / 3 * bound[network]:,.0f}" == "7,700"
+    for _, f, _, _ in layers.values():
+        assert all((f < 2 / 3 * b) == (f < b) for b in bound.values())
 
 
 def test_figure_and_faq(book):

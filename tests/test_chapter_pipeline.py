@@ -90,6 +90,9 @@ def test_bubble_counted_against_formula(book):
         frac = (P - 1) / (m + P - 1)
         assert f"{m} {steps} {idle} {frac:.1%} {frac:.1%}" in text, m
     assert g["bubble_m4"] == f"{3 / 7:.0%}" and g["bubble_m32"] == f"{3 / 35:.0%}"
+    # counted in the tables the programs returned, not the plans
+    assert f"the program's own table (m = {M}): {P * (P - 1)} idle of {P * (M + P - 1)}" in text
+    assert f"the circular program's own table (m = {M}): bubble {3 / 11:.1%}" in text
     for m in (4, 8, 16, 32):
         gp, circ = (P - 1) / (m + P - 1), (P - 1) / (2 * m + P - 1)
         assert f"{m} {gp:.1%} {circ:.1%} {circ:.1%}" in text, m
