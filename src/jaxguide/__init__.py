@@ -46,6 +46,7 @@ _SUBMODULES = (
     "checkpoints",
     "compiled",
     "data",
+    "decode",
     "devices",
     "distributed",
     "gradcheck",
