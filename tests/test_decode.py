@@ -81,9 +81,7 @@ def test_kv_cache_bytes_matches_real_arrays():
     for _ in range(5):
         layers, tokens, heads, dim, batch = (int(v) for v in rng.integers(1, 9, size=5))
         for dtype in (jnp.float32, jnp.bfloat16, jnp.int8):
-            cache = [
-                (jnp.zeros((batch, tokens, heads, dim), dtype),) * 2 for _ in range(layers)
-            ]
+            cache = [(jnp.zeros((batch, tokens, heads, dim), dtype),) * 2 for _ in range(layers)]
             real = sum(a.nbytes for a in jax.tree.leaves(cache))
             assert real == kv_cache_bytes(
                 layers=layers,
@@ -106,7 +104,9 @@ def test_kv_cache_bytes_bad_arguments(bad, error):
 
 
 def test_decode_step_seconds_is_the_slower_of_memory_and_compute():
-    assert decode_step_seconds(flops=10.0, bytes_moved=4.0, peak_flops=5.0, hbm_bandwidth=4.0) == 2.0
+    assert (
+        decode_step_seconds(flops=10.0, bytes_moved=4.0, peak_flops=5.0, hbm_bandwidth=4.0) == 2.0
+    )
     assert decode_step_seconds(flops=1.0, bytes_moved=8.0, peak_flops=5.0, hbm_bandwidth=4.0) == 2.0
     with pytest.raises(ValueError, match="peak_flops must be > 0"):
         decode_step_seconds(flops=1.0, bytes_moved=1.0, peak_flops=0.0, hbm_bandwidth=1.0)
