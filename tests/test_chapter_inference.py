@@ -127,6 +127,15 @@ def test_sharded_serving(book):
 def test_cpu_timing_and_figure(book):
     text = page_text(book, CHAPTER)
     assert re.search(rf"The cached generator was {VERDICT} the padded, uncached one", text)
+    assert re.search(rf"the single program was {VERDICT} the cached Python loop", text)
+    out = cell_output(book, CHAPTER, "for name, fn in (")
+    assert [line.split()[0:2] for line in out.splitlines()] == [
+        ["no", "cache"],
+        ["KV", "cache"],
+        ["one", "program"],
+    ]
+    # The whole generation as one compiled program draws the Python loop's tokens.
+    assert "same tokens as the Python loop: True" in text
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
