@@ -47,6 +47,7 @@ _SUBMODULES = (
     "checkpoints",
     "compiled",
     "data",
+    "decode",
     "devices",
     "distributed",
     "gradcheck",

@@ -1,0 +1,141 @@
+"""The inference chapter: the equalities it states held, the byte counts agree with the
+KV-cache formula computed here, and the glued numbers agree with independent
+computations."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from bookcheck import VERDICT, cell_output, glued, images, page_text
+
+pytestmark = pytest.mark.book
+
+CHAPTER = "inference"
+
+
+def kv_bytes(layers, tokens, kv_heads, head_dim, nbytes, batch=1):
+    return 2 * layers * tokens * kv_heads * head_dim * nbytes * batch
+
+
+def mib(n):
+    return f"{n / 2**20:.0f} MiB" if n < 2**30 else f"{n / 2**30:.3g} GiB"
+
+
+def test_training_and_generation(book):
+    text = page_text(book, CHAPTER)
+    g = glued(book, CHAPTER)
+    assert float(g["loss_last"]) < 0.6 * float(g["loss_first"])
+    assert "6 tokens, 6 compilations" in text and g["naive_traces"] == 6
+    assert "24 tokens, 1 compilation" in text
+    assert "compilations: {'prefill': 1, 'decode': 1}" in text
+    # The model learned the Zen: greedy decoding continues a real line of it.
+    assert "'Although practicality beats purit" in text
+
+
+def test_cache_equals_recomputation(book):
+    out = cell_output(book, CHAPTER, "diff = np.abs(recomputed - cached_logits[0]).max()")
+    assert "same tokens: True" in out
+    diff = float(re.search(r"over 24 steps: (\S+)", out).group(1))
+    assert diff < 1e-4
+    assert float(glued(book, CHAPTER)["cache_diff"]) == diff
+
+
+def test_donation_aliases_the_whole_cache(book):
+    out = cell_output(book, CHAPTER, "donated = analyze(decode, *args)")
+    # 2 layers x (keys, values) x (1, 128, 4, 8) float32 = 64 KiB
+    assert kv_bytes(2, 128, 4, 8, 4) == 64 * 1024
+    assert "cache: 64 KiB; aliased with donation: 64 KiB, without: 0 B" in out, out
+
+
+def test_sampling(book):
+    out = cell_output(book, CHAPTER, "styles = {")
+    rows = {}
+    name = None
+    for line in out.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            name = line[:-1]
+            rows[name] = []
+        elif line.startswith("    ") and name:
+            rows[name].append(line.strip())
+    assert list(rows) == ["greedy", "T = 1.0", "T = 1.5", "T = 1.5, top-5"]
+    assert len(set(rows["greedy"])) == 1 and len(set(rows["T = 1.5"])) >= 2
+    assert "same key, same text: True" in out
+    assert "decode compilations for all of this: 1" in out
+    top = cell_output(book, CHAPTER, "top5 = set(")
+    drawn = re.search(r"distinct tokens drawn: (\[.*\])", top).group(1)
+    largest = re.search(r"the 5 largest logits: +(\[.*\])", top).group(1)
+    assert set(ast.literal_eval(drawn)) <= set(ast.literal_eval(largest))
+
+
+def test_cache_size_against_formula(book):
+    out = cell_output(book, CHAPTER, "cache_size = {}")
+    gqa = kv_bytes(2, 4096, 8, 128, 2, batch=8)
+    mha = kv_bytes(2, 4096, 32, 128, 2, batch=8)
+    assert re.search(rf"GQA +8 +{mib(gqa)} +{mib(gqa)}", out), out
+    assert re.search(rf"MHA +32 +{mib(mha)} +{mib(mha)}", out), out
+    g = glued(book, CHAPTER)
+    assert g["mha_ratio"] == 4
+    assert g["gqa_seq"] == mib(kv_bytes(32, 4096, 8, 128, 2))  # 512 MiB
+    assert g["mha_seq"] == mib(kv_bytes(32, 4096, 32, 128, 2))  # 2 GiB
+
+
+def test_intensity_and_critical_batch(book):
+    g = glued(book, CHAPTER)
+    assert float(g["i_decode"]) < 1 and float(g["i_prefill"]) > 100
+    assert g["ratio_v5e"] == f"{1.97e14 / 8.1e11:.0f}"
+    assert g["ratio_h100"] == f"{9.89e14 / 3.35e12:.0f}"
+    v5e, h100 = int(g["crit_v5e"]), int(g["crit_h100"])
+    assert 100 < v5e < h100 < 2048
+    # The printed bf16 intensities, read back: the crossing lies between two of them.
+    out = cell_output(book, CHAPTER, "sweep = [abstract_step(")
+    points = [(int(b), float(i)) for b, i in re.findall(r"batch +(\d+): +([\d.]+) FLOP/byte", out)]
+    assert [b for b, _ in points] == [1, 16, 128, 512, 2048]
+    below = [b for b, i in points if i < 243]
+    above = [b for b, i in points if i >= 243]
+    assert max(below) < v5e < min(above)
+
+
+def test_tokens_per_second_from_bytes(book):
+    g = glued(book, CHAPTER)
+    n = float(g["n_full"]) * 1e9
+    weights = 2 * n
+    for batch, key in ((1, "tps_1"), (64, "tps_64")):
+        step = max(
+            2 * n * batch / 9.89e14, (weights + kv_bytes(32, 4096, 8, 128, 2, batch)) / 3.35e12
+        )
+        expected = batch / step
+        got = float(g[key].replace(",", ""))
+        assert abs(got - expected) / expected < 0.01, (key, got, expected)
+
+
+def test_sharded_serving(book):
+    text = page_text(book, CHAPTER)
+    g = glued(book, CHAPTER)
+    assert "--- over batch: same tokens as one device: True" in text
+    assert "--- over heads: same tokens as one device: True" in text
+    out = cell_output(book, CHAPTER, 'for how in ("batch", "heads"):')
+    batch_part, heads_part = out.split("--- over heads")
+    assert "no collectives" in batch_part
+    rows = re.findall(r"all-reduce +f32\[4,1,64\] +1 KiB +4", heads_part)
+    assert len(rows) == 4 == g["ar_count"]  # 2 per layer, 2 layers
+    assert g["ar_bytes"] == 4 * 64 * 4
+
+
+def test_cpu_timing_and_figure(book):
+    text = page_text(book, CHAPTER)
+    assert re.search(rf"The cached generator was {VERDICT} the padded, uncached one", text)
+    assert re.search(rf"the single program was {VERDICT} the cached Python loop", text)
+    out = cell_output(book, CHAPTER, "for name, fn in (")
+    assert [line.split()[0:2] for line in out.splitlines()] == [
+        ["no", "cache"],
+        ["KV", "cache"],
+        ["one", "program"],
+    ]
+    # The whole generation as one compiled program draws the Python loop's tokens.
+    assert "same tokens as the Python loop: True" in text
+    imgs = images(book, CHAPTER)
+    assert len(imgs) >= 1
+    assert all(len(img.get("alt", "")) > 30 for img in imgs)
