@@ -53,6 +53,7 @@ _SUBMODULES = (
     "models",
     "page",
     "plots",
+    "profile",
     "rng",
     "sharding",
     "timing",

@@ -69,6 +69,12 @@ class Event:
 def find_trace(folder: str | os.PathLike[str]) -> Path:
     """The newest ``*.trace.json.gz`` that ``jax.profiler.trace(folder)`` wrote.
 
+    Args:
+        folder: the folder given to ``jax.profiler.trace``.
+
+    Returns:
+        The path of the trace, under ``folder/plugins/profile/<run>/``.
+
     Raises:
         FileNotFoundError: ``folder`` holds no trace (was the profiler run with it?).
     """
@@ -86,6 +92,12 @@ def find_trace(folder: str | os.PathLike[str]) -> Path:
 
 def read_events(path: str | os.PathLike[str]) -> list[Event]:
     """Every complete event of a (gzipped or plain) Chrome-format trace, by start time.
+
+    Args:
+        path: a ``.trace.json.gz`` (or ``perfetto_trace.json.gz``, or plain JSON) file.
+
+    Returns:
+        One :class:`Event` per ``"ph": "X"`` event, sorted by start time.
 
     Raises:
         FileNotFoundError: no file at ``path``.
@@ -132,8 +144,16 @@ def scopes(hlo: str) -> dict[str, str]:
     ``jit(...)/`` part: ``'dense/dot_general'`` for an op traced in
     ``jax.named_scope('dense')``.
 
+    Args:
+        hlo: a compiled program's text, ``jax.jit(f).lower(...).compile().as_text()``.
+
+    Returns:
+        Instruction name (the trace's ``hlo_op``) to its ``op_name``; instructions
+        without metadata are left out.
+
     Raises:
         TypeError: ``hlo`` is not a string (pass ``compiled.as_text()``).
+        ValueError: ``hlo`` is empty.
     """
     _checks.string("scopes", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
     found = {}
@@ -147,6 +167,13 @@ def scopes(hlo: str) -> dict[str, str]:
 
 def time_by(events: Iterable[Event], key: Callable[[Event], str]) -> dict[str, float]:
     """Total duration (microseconds) of ``events`` grouped by ``key(event)``, largest first.
+
+    Args:
+        events: the events to add up (for instance the operations of one program).
+        key: the group of an event, e.g. ``lambda e: e.name``.
+
+    Returns:
+        Group to summed ``duration_us``, ordered from the largest total.
 
     Raises:
         TypeError: ``key`` is not callable.
