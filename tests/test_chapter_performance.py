@@ -95,7 +95,7 @@ def test_mixed_precision(book):
     text = page_text(book, CH)
     finals = dict(
         re.findall(
-            r"(float32|bfloat16 compute) +master weights float32, loss [\d.]+ -> ([\d.]+)", text
+            r"(float32|bfloat16 compute) +weights kept in float32, loss [\d.]+ -> ([\d.]+)", text
         )
     )
     assert finals == {"float32": g["mp_final_f32"], "bfloat16 compute": g["mp_final_bf16"]}
@@ -103,6 +103,9 @@ def test_mixed_precision(book):
         finals["float32"]
     )
     assert float(g["mp_max_gap"].rstrip("%")) < 5
+    pure = re.search(r"bfloat16 weights +weights kept in bfloat16, loss [\d.]+ -> ([\d.]+)", text)
+    assert pure and pure.group(1) == g["mp_final_pure"]
+    assert float(pure.group(1)) > 1.5 * float(finals["float32"])
     # Memory: the weights halve, by hand; the arguments are weights + input + biases.
     x_bytes = 4096 * 256 * 4
     for dtype, size in (("float32", 4), ("bfloat16", 2)):
