@@ -106,6 +106,10 @@ def test_mixed_precision(book):
     pure = re.search(r"bfloat16 weights +weights kept in bfloat16, loss [\d.]+ -> ([\d.]+)", text)
     assert pure and pure.group(1) == g["mp_final_pure"]
     assert float(pure.group(1)) > 1.5 * float(finals["float32"])
+    lost = re.search(
+        r"first update with bfloat16 weights: (\d+)% of layer 1's weights did not change", text
+    )
+    assert lost and f"{lost.group(1)}%" == g["mp_lost"] and int(lost.group(1)) > 5
     # Memory: the weights halve, by hand; the arguments are weights + input + biases.
     x_bytes = 4096 * 256 * 4
     for dtype, size in (("float32", 4), ("bfloat16", 2)):
