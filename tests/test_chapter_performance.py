@@ -124,6 +124,7 @@ def test_mixed_precision(book):
     # XLA:CPU widens: bfloat16 in and out, float32 convert, dot and tanh inside.
     out = cell_output(book, CH, "def layer_bf16")
     assert "inputs and output: bfloat16" in out
+    assert "float16 inputs, matmul run in float32: True" in out
     for op in ("convert(", "dot(", "tanh("):
         assert re.search(r"= f32\[64,64\]\S* " + re.escape(op), out), op
     assert "precision in the program: [DEFAULT, DEFAULT]" in text
