@@ -129,6 +129,12 @@ def test_mixed_precision(book):
         assert re.search(r"= f32\[64,64\]\S* " + re.escape(op), out), op
     assert "precision in the program: [DEFAULT, DEFAULT]" in text
     assert "precision in the program: [HIGHEST, HIGHEST]" in text
+    errs = re.findall(
+        r"precision in the program: \[\w+, \w+\], max \|result - float64\| = (\d[-+\d.e]*)", text
+    )
+    assert (
+        len(errs) == 2 and errs[0] == errs[1] and float(errs[0]) < 1e-3
+    )  # CPU: float32 either way
 
 
 def test_gradient_accumulation(book):
