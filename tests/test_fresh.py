@@ -254,6 +254,7 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatc
         "jax.log_compiles(True)",
         "jax.explain_cache_misses(True)",
         "jax.monitoring.register_event_duration_secs_listener(f)",
+        '[e for e in events if e.name == "backend_compile_and_load"]',
         "jax.distributed.initialize()",
     ):
         env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")

@@ -580,7 +580,8 @@ def lock_build(app, config) -> None:
 #: several JAX processes at once (``jax.distributed``): JAX writes a cache entry in
 #: place, and a process reading it at that moment would warn in the output.
 SHOWS_COMPILATION = re.compile(
-    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|jax\.distributed"
+    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|backend_compile"
+    r"|jax\.distributed"
 )
 
 #: Environment the build adds to its kernels (set by :func:`kernel_settings`).

@@ -57,6 +57,7 @@ _SUBMODULES = (
     "page",
     "pipeline",
     "plots",
+    "profile",
     "rng",
     "sharding",
     "timing",

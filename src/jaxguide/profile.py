@@ -1,0 +1,186 @@
+"""Read a ``jax.profiler`` trace: which compiled operations ran, when, and for how long.
+
+``jax.profiler.trace(folder)`` writes ``plugins/profile/<run>/<host>.trace.json.gz``
+(Chrome trace format, which Perfetto opens) next to the raw ``.xplane.pb``. Every
+operation a compiled program executes is one complete event (``"ph": "X"``) whose
+``args`` name the HLO instruction (``hlo_op``) and its program (``hlo_module``).
+:func:`scopes` reads, from the compiled program's text, the ``jax.named_scope`` path
+of every instruction, so that time can be added up per scope with :func:`time_by`.
+
+Example:
+    >>> import gzip, json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> events = [
+    ...     {"ph": "X", "pid": 1, "tid": 2, "ts": 0.0, "dur": 5.0, "name": "dot",
+    ...      "args": {"hlo_op": "dot.1", "hlo_module": "jit_step"}},
+    ...     {"ph": "X", "pid": 1, "tid": 2, "ts": 6.0, "dur": 1.0, "name": "tanh",
+    ...      "args": {"hlo_op": "tanh.2", "hlo_module": "jit_step"}},
+    ... ]
+    >>> path = folder / "host.trace.json.gz"
+    >>> _ = path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    >>> ops = [e for e in read_events(path) if e.hlo_op]
+    >>> time_by(ops, lambda e: e.name)
+    {'dot': 5.0, 'tanh': 1.0}
+    >>> hlo = '%dot.1 = f32[2] dot(%a, %b), metadata={op_name="jit(step)/dense/dot_general"}'
+    >>> scopes(hlo)
+    {'dot.1': 'dense/dot_general'}
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxguide import _checks
+
+__all__ = ["Event", "find_trace", "read_events", "scopes", "time_by"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One complete event of a trace (times in microseconds).
+
+    Attributes:
+        name: what ran (an HLO instruction, a runtime step, a Python function).
+        start_us, duration_us: when it started (from the trace's origin) and how long it took.
+        thread: the trace's thread id (one row in Perfetto).
+        hlo_op, hlo_module: the HLO instruction and its program, for compiled
+            operations; ``None`` for everything else.
+    """
+
+    name: str
+    start_us: float
+    duration_us: float
+    thread: int
+    hlo_op: str | None = None
+    hlo_module: str | None = None
+
+    @property
+    def end_us(self) -> float:
+        """When the event ended."""
+        return self.start_us + self.duration_us
+
+
+def find_trace(folder: str | os.PathLike[str]) -> Path:
+    """The newest ``*.trace.json.gz`` that ``jax.profiler.trace(folder)`` wrote.
+
+    Args:
+        folder: the folder given to ``jax.profiler.trace``.
+
+    Returns:
+        The path of the trace, under ``folder/plugins/profile/<run>/``.
+
+    Raises:
+        FileNotFoundError: ``folder`` holds no trace (was the profiler run with it?).
+    """
+    root = Path(_checks.path("find_trace", "folder", folder))
+    if not root.is_dir():
+        raise FileNotFoundError(f"find_trace(folder={str(root)!r}): no such folder.")
+    traces = sorted(root.glob("plugins/profile/*/*.trace.json.gz"))
+    if not traces:
+        raise FileNotFoundError(
+            f"find_trace(folder={str(root)!r}): no plugins/profile/*/*.trace.json.gz in it; "
+            "capture one with `with jax.profiler.trace(folder): ...` first."
+        )
+    return max(traces, key=lambda p: p.stat().st_mtime)
+
+
+def read_events(path: str | os.PathLike[str]) -> list[Event]:
+    """Every complete event of a (gzipped or plain) Chrome-format trace, by start time.
+
+    Args:
+        path: a ``.trace.json.gz`` (or ``perfetto_trace.json.gz``, or plain JSON) file.
+
+    Returns:
+        One :class:`Event` per ``"ph": "X"`` event, sorted by start time.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not a trace (no ``traceEvents`` list).
+    """
+    file = Path(_checks.path("read_events", "path", path))
+    if not file.is_file():
+        raise FileNotFoundError(f"read_events(path={str(file)!r}): no such file.")
+    raw = file.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        data = json.loads(raw)
+    except ValueError as err:
+        raise ValueError(f"read_events(path={str(file)!r}): not JSON ({err}).") from None
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise ValueError(
+            f"read_events(path={str(file)!r}): no 'traceEvents' list; pass a trace.json(.gz) "
+            "written by jax.profiler."
+        )
+    events = []
+    for e in data["traceEvents"]:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        args = e.get("args") or {}
+        events.append(
+            Event(
+                name=str(e.get("name", "")),
+                start_us=float(e.get("ts", 0.0)),
+                duration_us=float(e.get("dur", 0.0)),
+                thread=int(e.get("tid", 0)),
+                hlo_op=args.get("hlo_op"),
+                hlo_module=args.get("hlo_module"),
+            )
+        )
+    return sorted(events, key=lambda e: e.start_us)
+
+
+_METADATA = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?op_name=\"([^\"]*)\"")
+
+
+def scopes(hlo: str) -> dict[str, str]:
+    """Each instruction's ``op_name`` in a compiled program's text, without the outer
+    ``jit(...)/`` part: ``'dense/dot_general'`` for an op traced in
+    ``jax.named_scope('dense')``.
+
+    Args:
+        hlo: a compiled program's text, ``jax.jit(f).lower(...).compile().as_text()``.
+
+    Returns:
+        Instruction name (the trace's ``hlo_op``) to its ``op_name``; instructions
+        without metadata are left out.
+
+    Raises:
+        TypeError: ``hlo`` is not a string (pass ``compiled.as_text()``).
+        ValueError: ``hlo`` is empty.
+    """
+    _checks.string("scopes", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
+    found = {}
+    for line in hlo.splitlines():
+        m = _METADATA.match(line)
+        if m:
+            name, op_name = m.groups()
+            found[name] = re.sub(r"^(?:jit|pjit)\([^)]*\)/", "", op_name)
+    return found
+
+
+def time_by(events: Iterable[Event], key: Callable[[Event], str]) -> dict[str, float]:
+    """Total duration (microseconds) of ``events`` grouped by ``key(event)``, largest first.
+
+    Args:
+        events: the events to add up (for instance the operations of one program).
+        key: the group of an event, e.g. ``lambda e: e.name``.
+
+    Returns:
+        Group to summed ``duration_us``, ordered from the largest total.
+
+    Raises:
+        TypeError: ``key`` is not callable.
+    """
+    _checks.function("time_by", "key", key)
+    totals: dict[str, float] = {}
+    for e in events:
+        k = key(e)
+        totals[k] = totals.get(k, 0.0) + e.duration_us
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))

@@ -1,0 +1,130 @@
+"""jaxguide.profile: reading a jax.profiler trace, checked on planted traces against a
+plain reference, and on a real trace captured here."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxguide.profile import Event, find_trace, read_events, scopes, time_by
+
+
+def _write(path: Path, events: list[dict], *, compress: bool = True) -> Path:
+    data = json.dumps({"displayTimeUnit": "ns", "traceEvents": events}).encode()
+    path.write_bytes(gzip.compress(data) if compress else data)
+    return path
+
+
+def _random_events(rng: random.Random, n: int) -> list[dict]:
+    events = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "cpu"}}]
+    for i in range(n):
+        e = {
+            "ph": "X",
+            "pid": 1,
+            "tid": rng.choice([3, 4]),
+            "ts": rng.uniform(0, 1000),
+            "dur": rng.uniform(0, 50),
+            "name": rng.choice(["dot", "fusion", "copy"]),
+        }
+        if rng.random() < 0.7:
+            e["args"] = {"hlo_op": f"{e['name']}.{i}", "hlo_module": rng.choice(["jit_a", "jit_b"])}
+        events.append(e)
+    events.append({"ph": "i", "pid": 1, "tid": 3, "ts": 5.0, "name": "instant"})
+    return events
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("compress", [True, False])
+def test_read_events_and_time_by_match_a_plain_reference(tmp_path, seed, compress):
+    rng = random.Random(seed)
+    raw = _random_events(rng, rng.randint(5, 60))
+    events = read_events(_write(tmp_path / "t.trace.json.gz", raw, compress=compress))
+    complete = [e for e in raw if e["ph"] == "X"]
+    assert len(events) == len(complete)
+    assert [e.start_us for e in events] == sorted(e["ts"] for e in complete)
+    assert all(isinstance(e, Event) for e in events)
+    # Reference: durations summed per (module, name), by hand.
+    ref: dict[str, float] = {}
+    for e in complete:
+        if "args" in e:
+            key = f"{e['args']['hlo_module']}:{e['name']}"
+            ref[key] = ref.get(key, 0.0) + e["dur"]
+    got = time_by([e for e in events if e.hlo_op], lambda e: f"{e.hlo_module}:{e.name}")
+    assert got.keys() == ref.keys()
+    assert all(abs(got[k] - ref[k]) < 1e-9 for k in ref)
+    assert list(got.values()) == sorted(got.values(), reverse=True)
+    ev = events[0]
+    assert ev.end_us == pytest.approx(ev.start_us + ev.duration_us)
+
+
+def test_scopes_strip_the_jit_prefix_and_skip_lines_without_metadata():
+    hlo = "\n".join(
+        [
+            "ENTRY %main (p: f32[2]) -> f32[2] {",
+            '  %dot.1 = f32[2]{0} dot(%a, %b), metadata={op_name="jit(step)/jvp(layer0)/dot_general"}',
+            '  ROOT %tanh.2 = f32[2]{0} tanh(%dot.1), metadata={op_name="jit(step)/sgd/tanh" x=1}',
+            "  %copy.3 = f32[2]{0} copy(%tanh.2)",
+            "}",
+        ]
+    )
+    assert scopes(hlo) == {"dot.1": "jvp(layer0)/dot_general", "tanh.2": "sgd/tanh"}
+
+
+def test_real_trace_ops_map_to_named_scopes(tmp_path):
+    @jax.jit
+    def f(x):
+        with jax.named_scope("inner"):
+            return jnp.tanh(x @ x)
+
+    x = jnp.ones((64, 64))
+    f(x).block_until_ready()
+    with jax.profiler.trace(tmp_path):
+        f(x).block_until_ready()
+    ops = [e for e in read_events(find_trace(tmp_path)) if e.hlo_module == "jit_f"]
+    assert ops, "the trace holds the program's operations"
+    names = scopes(f.lower(x).compile().as_text())
+    assert all(e.hlo_op in names for e in ops)
+    assert any(names[e.hlo_op].startswith("inner/") for e in ops)
+
+
+def test_find_trace_picks_the_newest(tmp_path):
+    run = tmp_path / "plugins" / "profile"
+    old = _write((run / "a").mkdir(parents=True) or run / "a" / "h.trace.json.gz", [])
+    new = _write((run / "b").mkdir() or run / "b" / "h.trace.json.gz", [])
+    now = time.time()
+    os.utime(old, (now, now))
+    os.utime(new, (now + 10, now + 10))
+    assert find_trace(tmp_path) == new
+    assert find_trace(str(tmp_path)) == new
+
+
+def test_bad_arguments_are_explained(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"find_trace\(folder=.*no such folder"):
+        find_trace(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="capture one with"):
+        find_trace(tmp_path)
+    with pytest.raises(TypeError, match=r"find_trace\(folder=3\): folder must be a path"):
+        find_trace(3)  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match=r"read_events\(path=.*no such file"):
+        read_events(tmp_path / "none.json.gz")
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    with pytest.raises(ValueError, match=r"read_events\(path=.*not JSON"):
+        read_events(bad)
+    bad.write_text(json.dumps({"events": []}))
+    with pytest.raises(ValueError, match="no 'traceEvents' list"):
+        read_events(bad)
+    with pytest.raises(TypeError, match=r"scopes\(hlo=.*hlo must be a str"):
+        scopes(b"hlo")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="hlo must not be empty"):
+        scopes("")
+    with pytest.raises(TypeError, match=r"time_by\(key=...\): key must be a function"):
+        time_by([], "name")  # type: ignore[arg-type]
