@@ -68,6 +68,10 @@ def test_sampling(book):
     drawn = re.search(r"distinct tokens drawn: (\[.*\])", top).group(1)
     largest = re.search(r"the 5 largest logits: +(\[.*\])", top).group(1)
     assert set(ast.literal_eval(drawn)) <= set(ast.literal_eval(largest))
+    # Without replacement: five distinct tokens from one categorical draw.
+    wo = cell_output(book, CHAPTER, "distinct = jax.random.categorical(")
+    tokens = ast.literal_eval(re.search(r"without replacement: (\[.*\])", wo).group(1))
+    assert len(tokens) == len(set(tokens)) == 5
 
 
 def test_cache_size_against_formula(book):
