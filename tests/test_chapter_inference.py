@@ -113,6 +113,9 @@ def test_tokens_per_second_from_bytes(book):
         expected = batch / step
         got = float(g[key].replace(",", ""))
         assert abs(got - expected) / expected < 0.01, (key, got, expected)
+    # The prose: 64 sequences' caches make a step's bytes nearly four times the weights'.
+    step64 = weights + kv_bytes(32, 4096, 8, 128, 2, 64)
+    assert 3.5 < step64 / weights < 4
 
 
 def test_sharded_serving(book):
