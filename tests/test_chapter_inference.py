@@ -100,6 +100,8 @@ def test_intensity_and_critical_batch(book):
     below = [b for b, i in points if i < 243]
     above = [b for b, i in points if i >= 243]
     assert max(below) < v5e < min(above)
+    # The bytes beyond the weights that keep the measured intensity below the batch.
+    assert float(g["moved_512"]) > 1.5 * float(g["weights_f32"])
 
 
 def test_tokens_per_second_from_bytes(book):
