@@ -68,6 +68,10 @@ def test_sampling(book):
     drawn = re.search(r"distinct tokens drawn: (\[.*\])", top).group(1)
     largest = re.search(r"the 5 largest logits: +(\[.*\])", top).group(1)
     assert set(ast.literal_eval(drawn)) <= set(ast.literal_eval(largest))
+    # Without replacement: five distinct tokens from one categorical draw.
+    wo = cell_output(book, CHAPTER, "distinct = jax.random.categorical(")
+    tokens = ast.literal_eval(re.search(r"without replacement: (\[.*\])", wo).group(1))
+    assert len(tokens) == len(set(tokens)) == 5
 
 
 def test_cache_size_against_formula(book):
@@ -96,6 +100,8 @@ def test_intensity_and_critical_batch(book):
     below = [b for b, i in points if i < 243]
     above = [b for b, i in points if i >= 243]
     assert max(below) < v5e < min(above)
+    # The bytes beyond the weights that keep the measured intensity below the batch.
+    assert float(g["moved_512"]) > 1.5 * float(g["weights_f32"])
 
 
 def test_tokens_per_second_from_bytes(book):
@@ -109,6 +115,9 @@ def test_tokens_per_second_from_bytes(book):
         expected = batch / step
         got = float(g[key].replace(",", ""))
         assert abs(got - expected) / expected < 0.01, (key, got, expected)
+    # The prose: 64 sequences' caches make a step's bytes nearly four times the weights'.
+    step64 = weights + kv_bytes(32, 4096, 8, 128, 2, 64)
+    assert 3.5 < step64 / weights < 4
 
 
 def test_sharded_serving(book):
