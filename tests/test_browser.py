@@ -234,10 +234,19 @@ def _new_page(browser, **options):
 
 
 # Code cells whose lines are at most 79 characters, but which do not fit their box.
-CODE_TOO_WIDE = """() => [...document.querySelectorAll('div.cell_input div.highlight pre')]
-  .filter(p => Math.max(...p.innerText.split('\\n').map(l => l.length)) <= 79)
-  .filter(p => p.scrollWidth > p.clientWidth + 1)
-  .map(p => p.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, ''))"""
+# Sections far from the screen are not drawn (content-visibility: auto), and an undrawn
+# block's innerText is empty: every section is drawn while the code blocks are measured.
+CODE_TOO_WIDE = """() => {
+  const all = document.createElement('style');
+  all.textContent = 'article section { content-visibility: visible !important; }';
+  document.head.appendChild(all);
+  try {
+    return [...document.querySelectorAll('div.cell_input div.highlight pre')]
+      .filter(p => Math.max(...p.innerText.split('\\n').map(l => l.length)) <= 79)
+      .filter(p => p.scrollWidth > p.clientWidth + 1)
+      .map(p => p.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, ''));
+  } finally { all.remove(); }
+}"""
 
 VISIBILITY = """() => {
   const shown = e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length)
@@ -315,8 +324,8 @@ def page_problems(
         broken_images = page.evaluate(BROKEN_IMAGES)
         hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
         cells = page.evaluate(VISIBILITY)
+        paint = page.evaluate(PAINT_METRICS)  # before anything below draws more of the page
         too_wide = page.evaluate(CODE_TOO_WIDE)
-        paint = page.evaluate(PAINT_METRICS)
         accessibility = axe_violations(page)
     finally:
         context.close()
@@ -836,7 +845,10 @@ def test_figures_load_at_twice_their_size(browser, site, book):
         assert figure.get_attribute("loading") == "lazy"
         if figure.bounding_box()["y"] > 2 * 900:
             assert not any(src.split("/")[-1] in u for u in log["bytes"]), "fetched before needed"
-        figure.scroll_into_view_if_needed()
+        # The figure's section may be undrawn (content-visibility: auto), and its contents
+        # then report positions Playwright's own scrolling trusts and misses: scroll as
+        # the browser does for a link or a reader, with the element's scrollIntoView.
+        figure.evaluate("img => img.scrollIntoView({block: 'center'})")
         page.wait_for_function(
             "img => img.complete && img.naturalWidth > 0", arg=figure.element_handle()
         )
