@@ -49,7 +49,8 @@ def test_out_of_bounds(book):
 def test_block_until_ready_and_eager_compiles(book):
     g = glued(book, "numpy")
     text = page_text(book, "numpy")
-    assert ". block_until_ready ()" in text  # the idiom, called directly
+    # The idiom, called directly (the page's code spans vary: compare without spaces).
+    assert ".block_until_ready()" in "".join(text.split())
     out = cell_output(book, "numpy", "count_compiles")
     counts = [int(n) for n in re.findall(r"(\d+) compilations", out)]
     jaxpr = cell_output(book, "numpy", "print(jax.make_jaxpr(chain)(m))")
