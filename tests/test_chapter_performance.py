@@ -204,3 +204,27 @@ def test_figures_have_alt_text(book):
     imgs = images(book, CH)
     assert len(imgs) >= 3  # time per scope, the gaps timeline, the loss curves
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
+
+
+def test_collective_matmul_roofline(book):
+    """The prediction for published hardware: the permute of one bf16 [64, 256] block
+    over one link against the block matmul, and the F/n at which the permute hides."""
+    g = glued(book, CH)
+    text = page_text(book, CH)
+    block_bf16 = (512 // 8) * 256 * 2
+    chips = {"TPU v5e": (1.97e14, 4.5e10), "H100 SXM": (9.89e14, 4.5e11)}
+    for chip, (flops, link) in chips.items():
+        m = re.search(
+            rf"{chip} +per step: matmul +([\d.]+) µs, permute +([\d.]+) µs; "
+            rf"hidden once F/n ≥ ([\d,]+) \(here F/n = 64\)",
+            text,
+        )
+        assert m, chip
+        matmul_us, permute_us = float(m.group(1)), float(m.group(2))
+        assert permute_us == pytest.approx(block_bf16 / link * 1e6, abs=1e-3)
+        assert matmul_us < permute_us  # F/n = 64 is far below the bar
+        assert matmul_us >= 2 * 64 * 256 * 64 / flops * 1e6 - 1e-3  # at least the FLOP time
+        assert m.group(3) == f"{flops / link:,.0f}"
+    assert g["cm_need_tpu"] == f"{1.97e14 / 4.5e10:,.0f}"
+    assert g["cm_need_h100"] == f"{9.89e14 / 4.5e11:,.0f}"
+    assert g["cm_fn"] == "64" and g["cm_n_dev"] == "8"
