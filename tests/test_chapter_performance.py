@@ -228,3 +228,11 @@ def test_collective_matmul_roofline(book):
     assert g["cm_need_tpu"] == f"{1.97e14 / 4.5e10:,.0f}"
     assert g["cm_need_h100"] == f"{9.89e14 / 4.5e11:,.0f}"
     assert g["cm_fn"] == "64" and g["cm_n_dev"] == "8"
+
+
+def test_mixed_precision_buffers(book):
+    """The temporaries are not halved: the float32 matmul results (from
+    preferred_element_type) are stored beside the bfloat16 activations."""
+    out = cell_output(book, CH, "bf16_text = ")
+    shapes = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert shapes.count("f32[4096,512]") == 2 and shapes.count("bf16[4096,512]") == 2, out
