@@ -236,3 +236,17 @@ def test_mixed_precision_buffers(book):
     out = cell_output(book, CH, "bf16_text = ")
     shapes = [line.split()[0] for line in out.splitlines() if line.strip()]
     assert shapes.count("f32[4096,512]") == 2 and shapes.count("bf16[4096,512]") == 2, out
+
+
+def test_roofline_exercise(book):
+    """The exercise: at F/n = 1024 the permutes are exposed on both chips, at 8192 hidden."""
+    text = page_text(book, CH)
+    rows = re.findall(r"F/n = +(\d+) (TPU v5e|H100 SXM) +matmul .*?: (hidden|exposed)", text)
+    assert sorted(rows) == sorted(
+        [
+            ("1024", "TPU v5e", "exposed"),
+            ("1024", "H100 SXM", "exposed"),
+            ("8192", "TPU v5e", "hidden"),
+            ("8192", "H100 SXM", "hidden"),
+        ]
+    ), rows
