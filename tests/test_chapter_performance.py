@@ -75,10 +75,10 @@ def test_what_to_look_for(book):
     )
     second = float(re.search(r"second call +([\d.]+) ms", out).group(1))
     assert 0 < compiling < first and second < first / 3
-    assert (
-        abs(int(g["compile_ratio"]) - first / second) <= max(1, 0.02 * first / second)
-        or second < 0.5
-    )
+    # The printed times are rounded to 0.1 ms; the glued ratio is from the unrounded ones.
+    if second >= 0.5:
+        low, high = (first - 0.05) / (second + 0.05), (first + 0.05) / (second - 0.05)
+        assert low - 1 <= int(g["compile_ratio"]) <= high + 1, (g["compile_ratio"], low, high)
     eager = re.search(r"not jitted: (\d+) operations from (\d+) programs", page_text(book, CH))
     assert int(eager.group(2)) == g["eager_programs"] > 10
     assert int(eager.group(1)) > g["trace_ops_per_step"]
