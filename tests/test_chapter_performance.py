@@ -75,10 +75,10 @@ def test_what_to_look_for(book):
     )
     second = float(re.search(r"second call +([\d.]+) ms", out).group(1))
     assert 0 < compiling < first and second < first / 3
-    assert (
-        abs(int(g["compile_ratio"]) - first / second) <= max(1, 0.02 * first / second)
-        or second < 0.5
-    )
+    # The printed times are rounded to 0.1 ms; the glued ratio is from the unrounded ones.
+    if second >= 0.5:
+        low, high = (first - 0.05) / (second + 0.05), (first + 0.05) / (second - 0.05)
+        assert low - 1 <= int(g["compile_ratio"]) <= high + 1, (g["compile_ratio"], low, high)
     eager = re.search(r"not jitted: (\d+) operations from (\d+) programs", page_text(book, CH))
     assert int(eager.group(2)) == g["eager_programs"] > 10
     assert int(eager.group(1)) > g["trace_ops_per_step"]
@@ -204,3 +204,49 @@ def test_figures_have_alt_text(book):
     imgs = images(book, CH)
     assert len(imgs) >= 3  # time per scope, the gaps timeline, the loss curves
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
+
+
+def test_collective_matmul_roofline(book):
+    """The prediction for published hardware: the permute of one bf16 [64, 256] block
+    over one link against the block matmul, and the F/n at which the permute hides."""
+    g = glued(book, CH)
+    text = page_text(book, CH)
+    block_bf16 = (512 // 8) * 256 * 2
+    chips = {"TPU v5e": (1.97e14, 4.5e10), "H100 SXM": (9.89e14, 4.5e11)}
+    for chip, (flops, link) in chips.items():
+        m = re.search(
+            rf"{chip} +per step: matmul +([\d.]+) µs, permute +([\d.]+) µs; "
+            rf"hidden once F/n ≥ ([\d,]+) \(here F/n = 64\)",
+            text,
+        )
+        assert m, chip
+        matmul_us, permute_us = float(m.group(1)), float(m.group(2))
+        assert permute_us == pytest.approx(block_bf16 / link * 1e6, abs=1e-3)
+        assert matmul_us < permute_us  # F/n = 64 is far below the bar
+        assert matmul_us >= 2 * 64 * 256 * 64 / flops * 1e6 - 1e-3  # at least the FLOP time
+        assert m.group(3) == f"{flops / link:,.0f}"
+    assert g["cm_need_tpu"] == f"{1.97e14 / 4.5e10:,.0f}"
+    assert g["cm_need_h100"] == f"{9.89e14 / 4.5e11:,.0f}"
+    assert g["cm_fn"] == "64" and g["cm_n_dev"] == "8"
+
+
+def test_mixed_precision_buffers(book):
+    """The temporaries are not halved: the float32 matmul results (from
+    preferred_element_type) are stored beside the bfloat16 activations."""
+    out = cell_output(book, CH, "bf16_text = ")
+    shapes = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert shapes.count("f32[4096,512]") == 2 and shapes.count("bf16[4096,512]") == 2, out
+
+
+def test_roofline_exercise(book):
+    """The exercise: at F/n = 1024 the permutes are exposed on both chips, at 8192 hidden."""
+    text = page_text(book, CH)
+    rows = re.findall(r"F/n = +(\d+) (TPU v5e|H100 SXM) +matmul .*?: (hidden|exposed)", text)
+    assert sorted(rows) == sorted(
+        [
+            ("1024", "TPU v5e", "exposed"),
+            ("1024", "H100 SXM", "exposed"),
+            ("8192", "TPU v5e", "hidden"),
+            ("8192", "H100 SXM", "hidden"),
+        ]
+    ), rows
