@@ -48,13 +48,10 @@ def test_multiprocess(book):
     assert float(g["mp_worst"]) <= 1e-5
     for p in (0, 1):
         assert f"process {p}: step 100, loss" in text
-    # Gloo's connections, read from process 0's stderr: its 4 devices each reach the 7 others.
-    for rank in range(4):
-        assert f"Rank {rank} is connected to 7 peer ranks" in text
-    assert "Rank 4 is connected" not in text  # process 1's ranks are not in process 0's log
-    # process_allgather's groups of two (one device per process): process 0's is rank 0.
-    assert "Rank 0 is connected to 1 peer ranks" in text
-    assert "Rank 1 is connected to 1 peer" not in text
+    # Gloo's connection reports in process 0's stderr, counted (their lines can
+    # interleave): 4 devices, each in the group of all 8 and in one group of two.
+    assert "process 0: 8 Gloo connection reports" in text
+    assert g["gloo_reports"] == 8 and "8 reports, each of the form" in text
     # The compiled sum's collectives, from both processes: one 4-byte all-reduce over 8 devices.
     assert (
         len(

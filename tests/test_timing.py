@@ -11,7 +11,14 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest
 
-from jaxguide import Timing, benchmark, compare, format_seconds, plot_timings
+from jaxguide import (
+    Timing,
+    benchmark,
+    benchmark_interleaved,
+    compare,
+    format_seconds,
+    plot_timings,
+)
 from jaxguide.timing import table
 
 
@@ -65,6 +72,59 @@ def test_jit_compile_shows_in_first_call():
 def test_calibrates_calls_per_repeat_for_fast_functions():
     t = benchmark(lambda: None, repeats=2, min_repeat_s=0.005)
     assert t.number > 10
+
+
+def test_interleaved_runs_one_repeat_of_each_case_per_round():
+    order = []
+
+    def case(name, seconds):
+        def run():
+            order.append(name)
+            return Pending(seconds)
+
+        return run
+
+    a, b = benchmark_interleaved(
+        {"a": case("a", 0.004), "b": case("b", 0.001)}, repeats=3, min_repeat_s=0.008
+    )
+    assert (a.name, b.name) == ("a", "b")
+    assert len(a.times_s) == len(b.times_s) == 3
+    assert (a.number, b.number) == (2, 8)  # calibrated per case
+    # first call and calibration of each, then the rounds: a's repeat, then b's, 3 times.
+    rounds = order[4:]
+    assert rounds == (["a"] * 2 + ["b"] * 8) * 3
+    assert a.median_s >= 0.004 and 0.001 <= b.median_s < a.median_s  # waited for
+
+
+def test_interleaved_shares_the_load_between_cases():
+    # A burst of "other work" that lasts one repeat: back to back, benchmark() lets it
+    # fall on one contestant; interleaved, every case's median stays clean.
+    clock = {"calls": 0}
+
+    def busy_then_idle():
+        clock["calls"] += 1
+        return Pending(0.003 if 20 <= clock["calls"] < 40 else 0.001)
+
+    t = benchmark_interleaved(
+        {"x": busy_then_idle, "y": busy_then_idle}, repeats=5, min_repeat_s=0.01
+    )
+    assert abs(t[0].median_s - t[1].median_s) < 0.001
+
+
+@pytest.mark.parametrize(
+    ("cases", "kwargs", "error", "message"),
+    [
+        ([lambda: 1], {}, TypeError, "cases must be a dict of names to functions"),
+        ({}, {}, ValueError, "give at least one case"),
+        ({1: lambda: 1}, {}, TypeError, "every key of cases must be a non-empty str"),
+        ({"a": 1}, {}, TypeError, "cases\\['a'\\] must be a function of no arguments"),
+        ({"a": lambda: 1}, {"repeats": 0}, ValueError, "repeats"),
+        ({"a": lambda: 1}, {"min_repeat_s": -1}, ValueError, "min_repeat_s"),
+    ],
+)
+def test_interleaved_bad_arguments_name_themselves(cases, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        benchmark_interleaved(cases, **kwargs)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ Small, reusable pieces the chapters call for what repeats:
 
 * :mod:`jaxguide.devices` - ``setup_devices(n)``: real accelerators or simulated CPU devices.
 * :mod:`jaxguide.timing` - ``benchmark(fn, *args)``: warm-up, ``block_until_ready``,
-  median of repeats; ``compare``, ``table`` and ``plot_timings`` to report them.
+  median of repeats; ``benchmark_interleaved`` for close races; ``compare``, ``table`` and ``plot_timings`` to report them.
 * :mod:`jaxguide.compiled` - ``analyze(f, *args)``: what the compiled program does:
   its collectives with their bytes, its fusions, FLOPs and memory per device.
 * :mod:`jaxguide.page` - ``glue`` (a value for the prose) and ``provenance()`` (what
@@ -35,7 +35,14 @@ from types import ModuleType
 
 from jaxguide.devices import DeviceSetup, DeviceSetupError, describe_devices, setup_devices
 from jaxguide.page import glue, provenance
-from jaxguide.timing import Timing, benchmark, compare, format_seconds, plot_timings
+from jaxguide.timing import (
+    Timing,
+    benchmark,
+    benchmark_interleaved,
+    compare,
+    format_seconds,
+    plot_timings,
+)
 
 try:
     __version__ = _version("jaxguide")
@@ -83,6 +90,7 @@ __all__ = [
     "DeviceSetupError",
     "Timing",
     "benchmark",
+    "benchmark_interleaved",
     "compare",
     "describe_devices",
     "format_seconds",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,15 @@ if TYPE_CHECKING:
 
 from jaxguide import _checks
 
-__all__ = ["Timing", "benchmark", "compare", "format_seconds", "plot_timings", "table"]
+__all__ = [
+    "Timing",
+    "benchmark",
+    "benchmark_interleaved",
+    "compare",
+    "format_seconds",
+    "plot_timings",
+    "table",
+]
 
 
 def format_seconds(seconds: float) -> str:
@@ -193,6 +201,95 @@ def benchmark(
         # Unblocked dispatches must not spill their work into the next repeat.
         jax.block_until_ready(out)
     return Timing(label, first, tuple(times), number)
+
+
+def benchmark_interleaved(
+    cases: Mapping[str, Callable[[], Any]],
+    *,
+    repeats: int = 7,
+    min_repeat_s: float = 0.02,
+) -> list[Timing]:
+    """Time several functions with their repeats interleaved, for a fair comparison.
+
+    :func:`benchmark` times one function after another, so on a busy machine a burst of
+    other work can land on one contestant's repeats and not on the others'. Here each
+    round runs one repeat of every case in turn, so all of them see the same load; use it
+    when the times being compared are close, or the machine is shared.
+
+    Args:
+        cases: a name for each case and a function of no arguments that runs it (close
+            over the inputs: ``{"numpy": lambda: np.sin(x_np)}``). Outputs are waited
+            for with ``jax.block_until_ready``.
+        repeats: rounds; each case gets one repeat per round.
+        min_repeat_s: target duration of one repeat (each case's calls per repeat are
+            calibrated separately, as in :func:`benchmark`).
+
+    Returns:
+        One :class:`Timing` per case, in the order of ``cases``.
+
+    Raises:
+        TypeError: ``cases`` is not a mapping of str to functions, or a count is not
+            an int.
+        ValueError: ``cases`` is empty, a count is below 1, or ``min_repeat_s`` is not a
+            positive finite number.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, numpy as np
+        >>> x = np.ones(1000, np.float32)
+        >>> t = benchmark_interleaved(
+        ...     {"numpy": lambda: np.sin(x), "jit": lambda: jax.jit(jnp.sin)(x)},
+        ...     repeats=3,
+        ... )
+        >>> [(r.name, len(r.times_s)) for r in t]
+        [('numpy', 3), ('jit', 3)]
+    """
+    import jax
+
+    fn = "benchmark_interleaved"
+    if not isinstance(cases, Mapping):
+        raise TypeError(
+            f"{fn}(cases=...): cases must be a dict of names to functions of no "
+            f"arguments, got {type(cases).__name__}; pass e.g. "
+            "{'numpy': lambda: np.sin(x)}."
+        )
+    if not cases:
+        raise ValueError(f"{fn}(cases={{}}): give at least one case to time.")
+    for name, case in cases.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(
+                f"{fn}(cases=...): every key of cases must be a non-empty str, the "
+                f"case's name, got {name!r}."
+            )
+        _checks.function(fn, f"cases[{name!r}]", case, what="a function of no arguments")
+    repeats = _checks.positive_int(fn, "repeats", repeats)
+    min_repeat_s = _checks.real(
+        fn,
+        "min_repeat_s",
+        min_repeat_s,
+        minimum=0,
+        exclusive=True,
+        hint=" Pass a duration in seconds such as 0.02.",
+    )
+
+    def run_once(case: Callable[[], Any]) -> float:
+        start = time.perf_counter()
+        jax.block_until_ready(case())
+        return time.perf_counter() - start
+
+    first = {name: run_once(case) for name, case in cases.items()}
+    number = {
+        name: max(1, min(10_000, math.ceil(min_repeat_s / max(run_once(case), 1e-9))))
+        for name, case in cases.items()
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, case in cases.items():
+            start = time.perf_counter()
+            for _ in range(number[name]):
+                out = jax.block_until_ready(case())
+            times[name].append((time.perf_counter() - start) / number[name])
+            del out
+    return [Timing(name, first[name], tuple(times[name]), number[name]) for name in cases]
 
 
 def _factor(x: float) -> str:
