@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ jax.config.update("jax_num_cpu_devices", 8)
 from bookcheck import ROOT, jupyter_book
 
 sys.path.insert(0, str(ROOT / "tools"))
+import jaxguide_fresh  # noqa: E402  (tools/: what the build caches, SHOWS_COMPILATION)
 import jaxguide_toc  # noqa: E402  (tools/: the toc as Jupyter Book reads it)
 
 
@@ -54,16 +57,22 @@ def book(tmp_path_factory, request) -> BuiltBook:
     reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
     if reuse:
         return BuiltBook(Path(reuse), "", 0.0)
-    # The notebooks' run from a wheel (another execution of every chapter) starts now, so
-    # that it overlaps the book's build: two executions of the book on one machine at
-    # once, which must both pass (nothing may write to a shared, fixed path).
-    if any(
+    # The notebooks' run from a wheel (another execution of every chapter) prepares its
+    # environment now, while the book builds, and executes the notebooks once the build
+    # is done, with the compilation cache the build filled (see _run_notebooks_from_a_wheel).
+    wheel_waits = any(
         "wheel_notebooks" in getattr(item, "fixturenames", ()) for item in request.session.items
-    ):
-        _start_wheel_run(tmp_path_factory)
+    )
+    if wheel_waits:
+        _start_wheel_run(tmp_path_factory, wait_for_book=True)
     out = tmp_path_factory.mktemp("book")
     start = time.perf_counter()
-    proc = jupyter_book("build", "book/", "--path-output", str(out), "-W", "-n", "--keep-going")
+    try:
+        proc = jupyter_book("build", "book/", "--path-output", str(out), "-W", "-n", "--keep-going")
+    finally:
+        if wheel_waits:
+            _BOOK_CACHE["folder"] = out / "_build" / ".jax_cache"
+            _BOOK_BUILT.set()
     seconds = time.perf_counter() - start
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
@@ -113,16 +122,20 @@ class WheelRun:
 
 
 _WHEEL_RUN: dict[str, object] = {}
+# Set when the session's book build has ended; _BOOK_CACHE["folder"] is then its JAX
+# compilation cache (tools/jaxguide_fresh.py: one folder per chapter).
+_BOOK_BUILT = threading.Event()
+_BOOK_CACHE: dict[str, Path] = {}
 
 
-def _start_wheel_run(tmp_path_factory) -> None:
+def _start_wheel_run(tmp_path_factory, wait_for_book: bool = False) -> None:
     """Start :func:`_run_notebooks_from_a_wheel` in a thread, once per session."""
     if "future" not in _WHEEL_RUN:
         import concurrent.futures
 
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         _WHEEL_RUN["future"] = pool.submit(
-            _run_notebooks_from_a_wheel, tmp_path_factory.mktemp("wheel")
+            _run_notebooks_from_a_wheel, tmp_path_factory.mktemp("wheel"), wait_for_book
         )
         pool.shutdown(wait=False)
 
@@ -133,13 +146,24 @@ def wheel_notebooks(tmp_path_factory) -> WheelRun:
     would: in a fresh virtual environment where jaxguide is installed from a wheel built
     from this repository (with the locked versions), from a folder holding nothing but
     the notebooks. A second, independent execution of every chapter: the book's outputs
-    are compared with it (tests/test_reproducible.py). It runs while the book builds
-    (the ``book`` fixture starts it) when both are needed."""
+    are compared with it (tests/test_reproducible.py). When the book is built in the
+    same session (the ``book`` fixture starts it), its environment is made during the
+    build and its notebooks run after it, with the build's compilation cache."""
     _start_wheel_run(tmp_path_factory)
     return _WHEEL_RUN["future"].result()
 
 
-def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
+def _run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelRun:
+    """Build the wheel, make the environment, then run every notebook, two at a time.
+
+    With ``wait_for_book``, the notebooks start only when the session's book build has
+    ended, and each gets JAX's persistent compilation cache in the folder the build
+    filled for its chapter, as the build's own re-executions do: the same programs are
+    not compiled twice, and nothing else changes (a cached program is the program XLA
+    would compile). Notebooks whose code reads compilation itself (compile times,
+    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_fresh.py)
+    compile from scratch, as in the build. Executing after the build rather than beside
+    it also keeps four kernels off this 2-core machine's two cores."""
     run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
     run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
     wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
@@ -177,6 +201,22 @@ def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
     # Longest first, two at a time (this machine has 2 cores): the last to start is short.
     pending = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
     failures = []
+    base_env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp)}
+    cache = None
+    if wait_for_book:
+        _BOOK_BUILT.wait()
+        cache = _BOOK_CACHE.get("folder")
+
+    def env_for(nb: Path) -> dict[str, str]:
+        code = "\n".join(
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in json.loads(nb.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )
+        if cache is None or jaxguide_fresh.SHOWS_COMPILATION.search(code):
+            return base_env
+        return {**base_env, **jaxguide_fresh.compilation_cache_env(cache / nb.stem)}
+
     while pending or procs:
         while pending and len(procs) < 2:
             nb = pending.pop(0)
@@ -186,7 +226,7 @@ def _run_notebooks_from_a_wheel(tmp: Path) -> WheelRun:
                 cwd=work,
                 stdout=handles[nb.stem],
                 stderr=subprocess.STDOUT,
-                env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp)},
+                env=env_for(nb),
             )
         while True:  # wait for whichever finishes first
             done = [name for name, p in procs.items() if p.poll() is not None]
