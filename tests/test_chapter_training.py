@@ -53,6 +53,8 @@ def test_training(book):
         in text
     )
     assert re.search(r"restored step 600: all \d+ state arrays equal, eval outputs identical", text)
+    # The optimiser's state went into the same checkpoint and came back (step count 600).
+    assert re.search(r"optimiser: step count 600, \d+ state arrays equal", text)
     # Dropout and BatchNorm make a measured difference on the harder data, and the
     # glued numbers are the table's.
     assert "wrong training labels: " in text
