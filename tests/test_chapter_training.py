@@ -46,6 +46,8 @@ def test_training(book):
     assert "train mode, two calls: False" in text and "eval mode, two calls: True" in text
     assert "running mean unchanged by an eval call: True" in text
     assert "running mean moved by a train call: True" in text
+    # An eval view of the train-mode model: deterministic, and the same weights.
+    assert "eval view, two calls: True | same weights: True" in text
     # The NNX model went through orbax and came back equal.
     assert "saved: nnx-model/600" in text
     assert (
