@@ -87,6 +87,22 @@ def test_reading_global_results(book):
     assert "x.addressable_shards[0]: rows 0:1 on device 0, [[0.0, 1.0]]" in text
     assert text.count(f"device_put(x, P()), then np.asarray: first column {first_column}") >= 2
     assert "x.addressable_shards[0]: rows 4:5 on device 2048, [[100.0, 101.0]]" in text
+    # A jitted function cannot close over x (both processes say so)...
+    assert (
+        text.count(
+            "jit closing over x: RuntimeError: Closing over jax.Array that spans "
+            "non-addressable (non process local) devices is not allowed"
+        )
+        >= 2
+    )
+    # ...but an array split only within processes, repeated across them, is readable
+    # although neither fully replicated nor fully addressable (the prose says so).
+    z_line = (
+        "z sharded over 'ici': fully replicated False | fully addressable False "
+        f"| np.asarray(z): {np.arange(8.0).tolist()}"
+    )
+    assert text.count(z_line) >= 2, "the z line is missing"
+    assert "neither fully replicated nor fully addressable" in text
 
 
 def test_checkpoint_from_every_process(book):

@@ -46,6 +46,8 @@ def test_training(book):
     assert "train mode, two calls: False" in text and "eval mode, two calls: True" in text
     assert "running mean unchanged by an eval call: True" in text
     assert "running mean moved by a train call: True" in text
+    # An eval view of the train-mode model: deterministic, and the same weights.
+    assert "eval view, two calls: True | same weights: True" in text
     # The NNX model went through orbax and came back equal.
     assert "saved: nnx-model/600" in text
     assert (
@@ -53,6 +55,8 @@ def test_training(book):
         in text
     )
     assert re.search(r"restored step 600: all \d+ state arrays equal, eval outputs identical", text)
+    # The optimiser's state went into the same checkpoint and came back (step count 600).
+    assert re.search(r"optimiser: step count 600, \d+ state arrays equal", text)
     # Dropout and BatchNorm make a measured difference on the harder data, and the
     # glued numbers are the table's.
     assert "wrong training labels: " in text
