@@ -121,7 +121,7 @@ def test_training(book):
     )
     assert set(lines) == {"training step", "1500 x 1500 matmul"}, lines
     returned, ready = lines["1500 x 1500 matmul"]
-    assert ready > 10 * returned
+    assert ready > 3 * returned  # dispatch returned before the work was done
     assert abs(float(g["matmul_ms"].replace(",", "")) - ready / 1e3) <= 1
     # The optax recipe: warmup then cosine (values by hand), the schedule's count in the
     # state, and donation aliasing every byte of parameters + optimiser state.
