@@ -298,6 +298,10 @@ def test_scaling(book):
     assert re.search(r"all \d+ arrays equal after the restore", text)
     assert "saved: W_up[I_data, J_model] on a 2 x 4 mesh" in text
     assert "restored: W_up[I_data, J_model] on a 4 x 2 mesh" in text
+    # ...and onto fewer devices: 4 of the 8, every array equal.
+    m = re.search(r"all (\d+) arrays equal after the restore", text)
+    assert "W_up[I_data, J_model] on 4 devices" in text
+    assert f"all {m.group(1)} arrays equal to the saved ones: True" in text
     assert float(g["resume_gap"]) <= 1e-4
     assert g["all_steps"] == "50"
 
