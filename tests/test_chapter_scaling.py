@@ -211,6 +211,22 @@ def test_scaling(book):
     assert _kib(dp_sent.group(1)) * 1024 == pytest.approx(2 * 7 / 8 * (4 * n_big + 4), rel=0.01)
     # FSDP keeps whole weights and the whole gradient sum: about twice the params.
     assert 1.5 <= float(g["fsdp_temp_x"]) <= 2.5
+    # Memory in all at 100x: data parallelism's temporaries sit in its output buffers
+    # (almost none reported), and its total is the state twice (in and out, nothing
+    # donated): params + Adam's two moments, float32, 24 bytes per parameter.
+    assert _kib(g["dp_temp_big"]) < 1024
+    assert _kib(g["dp_all_big"]) * 1024 == pytest.approx(2 * 3 * 4 * n_big, rel=0.01)
+    assert _kib(g["dp_all_big"]) / 8 < _kib(g["fsdp_all_big"]) < _kib(g["dp_all_big"])
+    memory = dict(
+        (m.group(1), (m.group(2), m.group(3)))
+        for m in re.finditer(
+            r"(single device|data parallel|FSDP|tensor parallel|FSDP \+ TP) +\d+ +\d+ +"
+            r"(?:\d+|-) +([\d.]+ [KMG]?i?B) +([\d.]+ [KMG]?i?B)",
+            text[text.index("grew by FLOPs") :],
+        )
+    )
+    assert memory["data parallel"] == (g["dp_temp_big"], g["dp_all_big"])
+    assert memory["FSDP"] == (g["fsdp_temp"], g["fsdp_all_big"])
     # The roofline's communication time is the table's `sent` bytes over one
     # link's one-way bandwidth (4.5e10 B/s), strategy by strategy.
     now = text[text.index("this size: predicted") : text.index("100x: predicted")]
@@ -282,6 +298,10 @@ def test_scaling(book):
     assert re.search(r"all \d+ arrays equal after the restore", text)
     assert "saved: W_up[I_data, J_model] on a 2 x 4 mesh" in text
     assert "restored: W_up[I_data, J_model] on a 4 x 2 mesh" in text
+    # ...and onto fewer devices: 4 of the 8, every array equal.
+    m = re.search(r"all (\d+) arrays equal after the restore", text)
+    assert "W_up[I_data, J_model] on 4 devices" in text
+    assert f"all {m.group(1)} arrays equal to the saved ones: True" in text
     assert float(g["resume_gap"]) <= 1e-4
     assert g["all_steps"] == "50"
 
