@@ -120,6 +120,43 @@ def test_tokens_per_second_from_bytes(book):
     assert 3.5 < step64 / weights < 4
 
 
+def test_int8_weights(book):
+    from jaxguide.compiled import format_bytes
+
+    g = glued(book, CHAPTER)
+    text = page_text(book, CHAPTER)
+    # The parameter bytes, counted here from the model's shapes (d 64, 8 query and 4
+    # key/value heads of 8, MLP 256, 2 layers, 45 characters, 128 positions): each
+    # kernel's elements at one byte plus a float32 scale per output column; the
+    # embeddings and norms stay float32.
+    d, kv, mlp, vocab, layers, max_len = 64, 32, 256, 45, 2, 128
+    kernels = [(d, d), (d, kv), (d, kv), (d, d), (d, mlp), (mlp, d)] * layers + [(d, vocab)]
+    kernel_elems = sum(a * b for a, b in kernels)
+    columns = sum(b for _, b in kernels)
+    others = vocab * d + max_len * d + (2 * layers + 1) * d  # embeddings, positions, norms
+    assert g["f32_param_bytes"] == format_bytes(4 * (kernel_elems + others))
+    assert g["int8_param_bytes"] == format_bytes(kernel_elems + 4 * columns + 4 * others)
+    assert (
+        f"parameters: {g['f32_param_bytes']} in float32, {g['int8_param_bytes']} with int8 kernels"
+    ) in text
+    # Generation with int8 weights: the glued agreement is the printed one.
+    same, of = (int(x) for x in g["int8_same"].split(" of "))
+    assert of == 24 and 0 <= same <= 24
+    assert f"{same} of 24 greedy tokens as with float32 weights" in text
+    assert float(g["int8_logit_diff"]) < 1.0
+    # The compiled steps: arguments fall, temporaries grow, one conversion per kernel.
+    out = cell_output(book, CHAPTER, "\"int8 kernels\": analyze(decode_int8")
+    assert f"fusions with a convert: {{'float32': 0, 'int8 kernels': {len(kernels)}}}" in out
+    assert g["int8_converts"] == len(kernels)
+    for name, args, temps in (
+        ("float32", "f32_args", "f32_temps"),
+        ("int8 kernels", "int8_args", "int8_temps"),
+    ):
+        assert re.search(rf"{name} +{re.escape(g[args])} +{re.escape(g[temps])} ", out), name
+    # The H100 bound with one-byte weights: between 1x and 2x the bf16 bound.
+    assert 1 < float(g["int8_speedup"]) < 2
+
+
 def test_sharded_serving(book):
     text = page_text(book, CHAPTER)
     g = glued(book, CHAPTER)
