@@ -134,6 +134,9 @@ def test_int8_weights(book):
     kernel_elems = sum(a * b for a, b in kernels)
     columns = sum(b for _, b in kernels)
     others = vocab * d + max_len * d + (2 * layers + 1) * d  # embeddings, positions, norms
+    share = kernel_elems / (kernel_elems + others)
+    assert f"{len(kernels)} kernels, {share:.0%} of the parameters" in text
+    assert share > 0.5  # "most of the parameters"
     assert g["f32_param_bytes"] == format_bytes(4 * (kernel_elems + others))
     assert g["int8_param_bytes"] == format_bytes(kernel_elems + 4 * columns + 4 * others)
     assert (
@@ -145,7 +148,7 @@ def test_int8_weights(book):
     assert f"{same} of 24 greedy tokens as with float32 weights" in text
     assert float(g["int8_logit_diff"]) < 1.0
     # The compiled steps: arguments fall, temporaries grow, one conversion per kernel.
-    out = cell_output(book, CHAPTER, "\"int8 kernels\": analyze(decode_int8")
+    out = cell_output(book, CHAPTER, '"int8 kernels": analyze(decode_int8')
     assert f"fusions with a convert: {{'float32': 0, 'int8 kernels': {len(kernels)}}}" in out
     assert g["int8_converts"] == len(kernels)
     for name, args, temps in (
@@ -153,8 +156,21 @@ def test_int8_weights(book):
         ("int8 kernels", "int8_args", "int8_temps"),
     ):
         assert re.search(rf"{name} +{re.escape(g[args])} +{re.escape(g[temps])} ", out), name
-    # The H100 bound with one-byte weights: between 1x and 2x the bf16 bound.
+    # The H100 bound with one-byte weights: between 1x and 2x the bf16 bound, and the
+    # printed step times stay far above the arithmetic's (memory-bound).
     assert 1 < float(g["int8_speedup"]) < 2
+    out = cell_output(book, CHAPTER, 'for name, per_weight in (("bf16", 2), ("int8", 1)):')
+    times = re.findall(r"(bf16|int8) weights: ([\d.]+) ms per step \(arithmetic ([\d.]+) ms\)", out)
+    assert [t[0] for t in times] == ["bf16", "int8"]
+    for _, step_ms, compute_ms in times:
+        assert float(step_ms) > 10 * float(compute_ms)
+    assert float(times[0][1]) / float(times[1][1]) == pytest.approx(
+        float(g["int8_speedup"]), rel=0.01
+    )
+    # Coarser scales, larger rounding error: per kernel > per column > per 16 rows.
+    out = cell_output(book, CHAPTER, "scheme_error = {")
+    errors = [float(x) for x in re.findall(r"relative error ([\d.e+-]+)", out)]
+    assert len(errors) == 3 and errors[0] > errors[1] > errors[2] > 0
 
 
 def test_sharded_serving(book):
@@ -162,6 +178,9 @@ def test_sharded_serving(book):
     g = glued(book, CHAPTER)
     assert "--- over batch: same tokens as one device: True" in text
     assert "--- over heads: same tokens as one device: True" in text
+    # The cache keeps its layout through prefill and 16 decode steps.
+    assert "cache after 16 steps P(('data', 'model'),)" in text
+    assert "cache after 16 steps P('data', None, 'model', None)" in text
     out = cell_output(book, CHAPTER, 'for how in ("batch", "heads"):')
     batch_part, heads_part = out.split("--- over heads")
     assert "no collectives" in batch_part
