@@ -115,6 +115,11 @@ class Timing:
         )
 
 
+def _calls_per_repeat(warm_s: float, min_repeat_s: float) -> int:
+    """How many calls of ``warm_s`` each fill a repeat of ``min_repeat_s`` (1 to 10,000)."""
+    return max(1, min(10_000, math.ceil(min_repeat_s / max(warm_s, 1e-9))))
+
+
 def benchmark(
     fn: Callable[..., Any],
     *args: Any,
@@ -189,7 +194,7 @@ def benchmark(
     if number is None:
         # One more (now warm) call to calibrate how many calls fill a repeat.
         warm = run_once()
-        number = max(1, min(10_000, math.ceil(min_repeat_s / max(warm, 1e-9))))
+        number = _calls_per_repeat(warm, min_repeat_s)
 
     times = []
     out = None
@@ -277,10 +282,7 @@ def benchmark_interleaved(
         return time.perf_counter() - start
 
     first = {name: run_once(case) for name, case in cases.items()}
-    number = {
-        name: max(1, min(10_000, math.ceil(min_repeat_s / max(run_once(case), 1e-9))))
-        for name, case in cases.items()
-    }
+    number = {name: _calls_per_repeat(run_once(case), min_repeat_s) for name, case in cases.items()}
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeats):
         for name, case in cases.items():
