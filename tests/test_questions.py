@@ -11,8 +11,8 @@ The format, in a chapter's source::
       {ref}`answered in "Compilation happens once" <label-of-that-section>`
 
 Checked on the built book: at least six questions, each with one thread from an allowed
-tracker and at least one link into the book whose page and anchor exist, and no thread
-listed twice on one page.
+tracker (an issue or a discussion: a pull request is not a question) and at least one link
+into the book whose page and anchor exist, and no thread listed twice on one page.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.book
 
 THREAD = re.compile(
     r"^https://github\.com/(jax-ml/jax|google/flax|google-deepmind/optax|google/orbax)"
-    r"/(issues|discussions|pull)/\d+$"
+    r"/(issues|discussions)/\d+$"  # a question someone asked: no pull requests
 )
 MIN_QUESTIONS = 6
 
