@@ -144,6 +144,9 @@ def test_reading_global_results(book):
     )
     assert text.count(z_line) >= 2, "the z line is missing"
     assert "neither fully replicated nor fully addressable" in text
+    # An array on process 1's devices only: process 0 holds nothing of it or its sum.
+    assert "w on process 1's devices: shards here 0 | sum: none here" in text
+    assert f"w on process 1's devices: shards here 4 | sum: {np.arange(4.0).sum()}" in text
 
 
 def test_checkpoint_from_every_process(book):
