@@ -8,12 +8,16 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import glued, load, output_text, page_text, source
+from bookcheck import ROOT, cell_output, glued, load, output_text, page_text, source, tags
 
 pytestmark = pytest.mark.book
 
 # What would tie an output to the machine that built it: absolute paths.
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:tmp|work|home|root|usr|var|opt)/")
+
+
+def source_of_page(book) -> str:
+    return (ROOT / "book" / "multiprocess.md").read_text()
 
 
 def code_cells(book):
@@ -50,8 +54,8 @@ def test_multiprocess(book):
         assert f"process {p}: step 100, loss" in text
     # Gloo's connection reports in process 0's stderr, counted (their lines can
     # interleave): 4 devices, each in the group of all 8 and in one group of two.
-    assert "process 0: 8 Gloo connection reports" in text
-    assert g["gloo_reports"] == 8 and "8 reports, each of the form" in text
+    assert "process 0: 8 Gloo connection reports; peer counts: [1, 7]" in text
+    assert g["gloo_reports"] == 8 and "8 reports: process 0 has 4 devices" in text
     # The compiled sum's collectives, from both processes: one 4-byte all-reduce over 8 devices.
     assert (
         len(
@@ -67,15 +71,52 @@ def test_multiprocess(book):
     )
     sizes = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)  # the MLP (2, 64, 64, 3)
     assert len(steps) == 2 and all(s == (str(4 * sizes + 4), str(4 * sizes)) for s in steps), steps
-    # The exercise's four-process run.
+    # The exercise's four-process run, and process 0's first lines only.
     assert "all 4 processes: global sum 4912.0" in text
+    assert (
+        "process 0's first lines: process 0 of 4 local devices: [0, 1] global devices: "
+        "[0, 1, 2048, 2049, 4096, 4097, 6144, 6145] global shape: (16, 2)" in text
+    )
+
+
+def test_device_put_of_a_whole_array(book):
+    """Every process passing the whole array to device_put gives the same shards as the
+    per-process constructor; arrays that differ between processes are refused."""
+    text = page_text(book, "multiprocess")
+    assert text.count("device_put(everything, rows): the same shards here True") == 2
+    refusal = (
+        "device_put, different arrays: AssertionError: <class 'numpy.ndarray'> passed to "
+        "device_put is not the same on each process."
+    )
+    assert text.count(refusal) == 2
+
+
+def test_initialize_after_the_backend_started_raises(book):
+    cells = code_cells(book)
+    cell = next(
+        c
+        for c in cells
+        if "jax.distributed.initialize(\n" in source(c) and "raises-exception" in tags(c)
+    )
+    errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "RuntimeError", errors
+    assert "must be called before any JAX calls" in errors[0]["evalue"]
+    assert "jax.devices" in errors[0]["evalue"]  # what the prose says it names
+    text = page_text(book, "multiprocess")
+    assert "but also jax.devices()" in text.replace("`", "")
 
 
 def test_reading_global_results(book):
     """Replicated results are readable; a sharded one is gathered with tiled=True (the
     untiled call refuses it) or read shard by shard."""
     text = page_text(book, "multiprocess")
-    assert text.count("the sum: fully replicated True | fully addressable False") >= 2
+    expected = np.arange(8.0).sum() + (np.arange(8.0) + 100).sum()
+    assert (
+        text.count(
+            f"jnp.sum(x): fully replicated True | fully addressable False | float: {expected}"
+        )
+        == 2
+    )
     refusal = (
         "process_allgather(x): ValueError: Gathering global non-fully-addressable arrays "
         "only supports tiled=True"
@@ -98,11 +139,14 @@ def test_reading_global_results(book):
     # ...but an array split only within processes, repeated across them, is readable
     # although neither fully replicated nor fully addressable (the prose says so).
     z_line = (
-        "z sharded over 'ici': fully replicated False | fully addressable False "
+        "z: fully replicated False | fully addressable False "
         f"| np.asarray(z): {np.arange(8.0).tolist()}"
     )
     assert text.count(z_line) >= 2, "the z line is missing"
     assert "neither fully replicated nor fully addressable" in text
+    # An array on process 1's devices only: process 0 holds nothing of it or its sum.
+    assert "w on process 1's devices: shards here 0 | sum: none here" in text
+    assert f"w on process 1's devices: shards here 4 | sum: {np.arange(4.0).sum()}" in text
 
 
 def test_checkpoint_from_every_process(book):
@@ -113,12 +157,23 @@ def test_checkpoint_from_every_process(book):
     # Each process got back exactly the rows it supplied (arange(4) + 100 p).
     assert "process 0: restored its shards [[[0.0, 1.0]], [[2.0, 3.0]]]" in text
     assert "process 1: restored its shards [[[100.0, 101.0]], [[102.0, 103.0]]]" in text
+    # The same checkpoint, restored whole in the notebook's one process and one device.
+    restored = cell_output(book, "multiprocess", "checkpointer.metadata(path)")
+    assert "saved: (4, 2) float32 from devices [0, 1, 2048, 2049]" in restored
+    assert "restored onto device [0]" in restored
+    rows = [[float(v) for v in line.strip(" []").split()] for line in restored.splitlines()[-4:]]
+    np.testing.assert_array_equal(
+        rows, np.concatenate([np.arange(4.0).reshape(2, 2) + 100 * p for p in (0, 1)])
+    )
 
 
 def test_hybrid_mesh_and_shell_launch(book):
     text = page_text(book, "multiprocess")
     # The mesh's first axis crosses processes, its second stays inside one.
     assert text.count("hybrid mesh ('dcn', 'ici'): [[0, 1, 2, 3], [2048, 2049, 2050, 2051]]") == 2
+    # Why process_is_granule: on CPU every device is in slice 0 (the prose says so).
+    assert text.count("slice_index of the devices: [0]") == 2
+    assert "printed `[0]`" in source_of_page(book)
     # The shell loop started both processes; each printed the global sum.
     cell = next(c for c in code_cells(book) if source(c).startswith("%%bash"))
     shown = "".join(output_text(o) for o in cell["outputs"])
@@ -149,9 +204,10 @@ def test_fate_sharing_through_heartbeats(book):
     )
     assert "── process 1 (killed by SIGKILL) ──" in text
     assert "process 0: finished" not in text
+    # Every time limit initialize takes, in signature order (the prose says "the first two").
     assert (
-        "heartbeat_timeout_seconds 100 s by default" in text
-        and "initialization_timeout 300 s by default" in text
+        "initialization_timeout 300 s by default heartbeat_timeout_seconds 100 s by default "
+        "shutdown_timeout_seconds 300 s by default" in text
     )
     assert "Terminating process because the JAX distributed service detected fatal errors" in text
     assert "The following tasks are unhealthy (stopped sending heartbeats): 1" in text
@@ -177,11 +233,21 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
         " ── process 1 (exit 1) ── process 1: loading shard 1 ..." in text
     )
     assert "process 0's stderr: DEADLINE_EXCEEDED" in text
+    ran = re.search(r"process 0 ran (\d+\.\d) s in all", text)
+    assert ran and 3 <= float(ran[1]) < 60, ran  # the 3 s limit, not the 300 s default
+    glued_early = glued(book, "multiprocess")["early_seconds"]
+    assert abs(float(glued_early.split()[0]) - float(ran[1])) <= 0.55, glued_early
     early = next(c for c in code_cells(book) if source(c).startswith("%%writefile fail_early.py"))
     assert "initialization_timeout=3" in source(early) and "import jax" in source(early)
     # A peer alive but skipping a collective: only the launcher's deadline ends it.
-    assert "timed out after 5 s; process(es) [0, 1] of 2 were still running" in text
-    assert "Last output of process 0: process 0: summing ..." in text
+    assert "timed out after 8 s; process(es) [0, 1] of 2 were still running" in text
+    # ...after both ran one sum together (the group was connected): process 0 waits in
+    # the second sum, process 1 is elsewhere, and both were stopped by the launcher.
+    assert (
+        "── process 0 (stopped) ── process 0: first sum together: 8.0 process 0: summing again ..."
+        " ── process 1 (stopped) ── process 1: first sum together: 8.0"
+        " process 1: busy elsewhere ..." in text
+    )
     assert "is already in use" not in text  # the book's own launcher error is gone
     # No output shows where the build ran: no absolute path, no runner frame.
     for cell in code_cells(book):
