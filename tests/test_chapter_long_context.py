@@ -154,6 +154,16 @@ def test_faq_demonstrations(text, g):
     assert "pcast first: True value 46, gradient 23" in text
     assert int(g["wrong_grad"]) != 23
     assert f"pcast first: False value 46, gradient {g['wrong_grad']}" in text
+    # Padded keys: the lengths equal an explicit mask; padding gets no weight or
+    # gradient, but a NaN in it reaches the output; padded query rows are zeros.
+    for line in (
+        "lengths vs an explicit mask, max |diff| 0.0e+00",
+        "padded values set to 1e6, max |change| 0.0e+00",
+        "gradient reaching padded values, max 0.0e+00",
+        "padded values set to NaN, output finite False",
+        "padded query rows of sequence 0, max |value|: 0.0",
+    ):
+        assert line in text, line
     assert "async collective-permute (start/done pairs): False" in text
     assert "synchronous collective-permute: True" in text
 

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.book
 ROWS = {
     "jax.pmap": ("`jax.pmap(", "works"),
     "jax.numpy.DeviceArray": ("`DeviceArray`", "removed"),
+    "pxla.ShardedDeviceArray": ("`DeviceArray`", "removed"),
     "jax.tools.colab_tpu": ("`jax.tools.colab_tpu", "removed"),
     "jax.lib.xla_bridge": ("`from jax.lib import xla_bridge`", "removed"),
     "mesh_utils.create_device_mesh": ("`mesh_utils.create_device_mesh", "works"),

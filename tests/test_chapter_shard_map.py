@@ -111,6 +111,22 @@ def test_shard_map_two_axes(book):
     assert "(4, 2, 3) sums to 1.0000" in text
 
 
+def test_shard_map_partial_manual(book):
+    """Manual over `data` only: the block keeps the column axis, and what the compiler
+    made of the sum depends on `model`'s axis type (an independent sum of each row)."""
+    text = page_text(book, "shard_map")
+    sums = " ".join(f"{float(v):g}." for v in range(6, 119, 16))  # rows of arange(32)
+    assert "block inside: float32[2,4@model]{V:data}" in text  # model Explicit
+    assert "block inside: float32[2,4]{V:data}" in text  # model Auto
+    assert text.count(f"result: float32[8@data] [ {sums}]") == 2, sums
+    assert "all-gather f32[2,2] 16 B 2" in text  # Explicit: gather the halves
+    assert "all-reduce f32[2] 8 B 2" in text  # Auto: partial sums, then add
+    assert "NameError: Found an unbound axis name: model" in text
+    # The issue's shape of program (an unused mesh axis, lax.map inside) runs.
+    assert "block inside: float32[1,5,4]{V:data}" in text
+    assert "result: float32[4@data]" in text
+
+
 def test_shard_map_vma(book):
     text = page_text(book, "shard_map")
     assert "scan body function carry input and carry output must have equal types" in text
