@@ -237,6 +237,17 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     assert ran and 3 <= float(ran[1]) < 60, ran  # the 3 s limit, not the 300 s default
     glued_early = glued(book, "multiprocess")["early_seconds"]
     assert abs(float(glued_early.split()[0]) - float(ran[1])) <= 0.55, glued_early
+    # The split the prose states: most of the run inside initialize, past its 3 s limit
+    split = re.search(
+        r"in all: (\d+\.\d) s starting Python and JAX, then (\d+\.\d) s in initialize", text
+    )
+    assert split, "the split of process 0's time is not on the page"
+    startup, waited = float(split[1]), float(split[2])
+    assert waited >= 3 and waited > startup and abs(startup + waited - float(ran[1])) <= 0.15
+    glued_waited = glued(book, "multiprocess")["early_waited"]
+    assert abs(float(glued_waited.split()[0]) - waited) <= 0.55, glued_waited
+    shown = cell_output(book, "multiprocess", 'drop=("WAITING_SINCE",)')
+    assert "WAITING_SINCE" not in shown and "waiting for process 1 to join" in shown
     early = next(c for c in code_cells(book) if source(c).startswith("%%writefile fail_early.py"))
     assert "initialization_timeout=3" in source(early) and "import jax" in source(early)
     # A peer alive but skipping a collective: only the launcher's deadline ends it.
