@@ -17,6 +17,7 @@ into the book whose page and anchor exist, and no thread listed twice on one pag
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from urllib.parse import urldefrag
@@ -62,8 +63,14 @@ def anchor_exists(html: Path, href: str, page: Path) -> bool:
         return False
     if not fragment:
         return True
+    return fragment in ids_on(path)
+
+
+@functools.cache
+def ids_on(path: Path) -> frozenset[str]:
+    """Every element id on a built page (parsed once: pages are large, links many)."""
     soup = BeautifulSoup(path.read_text(), "html.parser")
-    return soup.find(id=fragment) is not None
+    return frozenset(tag["id"] for tag in soup.find_all(id=True))
 
 
 @pytest.mark.parametrize("chapter", faq_chapters())
