@@ -75,7 +75,9 @@ def test_notebook_markdown_has_no_myst_left(chapter):
     hidden = [
         c
         for c in nb["cells"]
-        if c["cell_type"] == "code" and c["metadata"].get("cellView") == "form"
+        if c["cell_type"] == "code"
+        and c["metadata"].get("cellView") == "form"
+        and "".join(c["source"]).startswith("# @title Solution")
     ]
     assert {re.search(r"exercise (\d+)", "".join(c["source"])).group(1) for c in hidden} <= {
         str(i) for i in range(1, n_exercises + 1)
@@ -85,6 +87,26 @@ def test_notebook_markdown_has_no_myst_left(chapter):
     # Cross-references became links to the published pages.
     n_refs = len(re.findall(r"\{(?:ref|doc)\}`", source))
     assert len(re.findall(re.escape(site) + r"[\w-]+\.html", joined)) >= n_refs
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_notebook_prose_shows_no_code_and_hides_the_checks(chapter):
+    """Where the page shows a glued number, the notebook's prose names it and points to
+    the cell that prints it: never the Python expression that computes it. The page's
+    hidden cells are collapsed behind a form title (their output still shows)."""
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    for key, expression in make_notebooks.glued_code(code).items():
+        assert f"`{expression}`" not in markdown, (chapter, key)
+    assert not re.search(r"`f[\"'][^`]*\{[^`]*`", markdown), "an f-string in the prose"
+    source = (ROOT / "book" / f"{chapter}.md").read_text()
+    n_glued = len(re.findall(r"\{glue:text\}`", source))
+    assert len(re.findall(r"\* \(printed by a cell (?:above|below)\)", markdown)) >= n_glued
+    for cell in nb["cells"]:
+        tags = set(cell["metadata"].get("tags", []))
+        if cell["cell_type"] == "code" and tags & set(make_notebooks.HIDDEN):
+            assert cell["metadata"].get("cellView") == "form", "".join(cell["source"])[:80]
 
 
 def run_setup_cell(monkeypatch, returncode: int, stderr: str = ""):
@@ -150,7 +172,7 @@ def test_conversion_of_each_construct(monkeypatch):
     assert md("{doc}`training`").startswith("[") and f"({site}training.html)" in md(
         "{doc}`training`"
     )
-    assert md("It was {glue:text}`speed`.") == "It was `compare(a, b, prose=True)`."
+    assert md("It was {glue:text}`speed`.") == "It was *speed* (printed by a cell below)."
     assert md("```{note}\nMind the gap.\n```\n") == "> **Note**\n>\n> Mind the gap."
     assert md("```{exercise-start}\n:label: ex-a\n```\n\nDo it.") == "### Exercise 1\n\nDo it."
     assert md(
@@ -162,6 +184,16 @@ def test_conversion_of_each_construct(monkeypatch):
     )
     assert md("```{solution-end}\n```\nAfter.") == "After."
     assert conv.cell(nbformat.v4.new_code_cell("y = 2")).source == "y = 2"
+    # The page's hidden cells are collapsed in Colab; once a cell above glued a value,
+    # the prose points up to it.
+    check = nbformat.v4.new_code_cell(
+        'claim("speed", s, s > 1, "faster")', metadata={"tags": ["remove-cell"]}
+    )
+    assert conv.cell(check).metadata["cellView"] == "form"
+    assert check.source.startswith("# @title Checks and values the text quotes")
+    assert md("It was {glue:text}`speed:.1f`.") == "It was *speed* (printed by a cell above)."
+    figure = nbformat.v4.new_code_cell("plt.plot(x)", metadata={"tags": ["remove-input"]})
+    assert conv.cell(figure).source.startswith("# @title Hidden in the book")
     with pytest.raises(
         make_notebooks.ConversionError, match=r"no notebook form for the MyST directive \{tab-set\}"
     ):

@@ -37,20 +37,78 @@ def test_glue_checks_its_arguments():
         glue("k", 1, display=1)
 
 
-def test_glue_outside_a_book_build_prints_only_when_asked(monkeypatch, capsys):
-    import builtins
-
+def test_glue_outside_a_book_build_prints_the_value(capsys):
+    # No notebook kernel here (as in Colab, where myst-nb is absent too): the prose has
+    # nothing to fill, so the reader sees the value the notebook's prose points to.
     from jaxguide import glue
 
-    real_import = builtins.__import__
-
-    def no_myst_nb(name, *args, **kwargs):
-        if name == "myst_nb":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
     glue("speed", "4.2× faster")
+    assert capsys.readouterr().out == "speed: 4.2× faster\n"
+
+
+def test_glue_in_a_build_hands_the_value_to_myst_nb(monkeypatch, capsys):
+    from jaxguide import glue, page
+
+    calls = []
+    monkeypatch.setattr(page, "_myst_glue", lambda: lambda *a, **kw: calls.append((a, kw)))
+    glue("speed", "4.2× faster")
+    assert calls == [(("speed", "4.2× faster"), {"display": False})]
     assert capsys.readouterr().out == ""
-    glue("speed", "4.2× faster", display=True)
-    assert capsys.readouterr().out == "speed = 4.2× faster\n"
+
+
+def test_claim_in_the_build_glues_and_stops_where_it_fails(monkeypatch, capsys):
+    from jaxguide import ClaimError, claim, page
+
+    calls = []
+    monkeypatch.setattr(page, "_myst_glue", lambda: lambda *a, **kw: calls.append((a, kw)))
+    monkeypatch.setenv("JAXGUIDE_STRICT_CLAIMS", "1")
+    assert claim("err", 1.23e-7, 1.23e-7 < 1e-5, "below 1e-5", fmt=".1e") == 1.23e-7
+    assert calls == [(("err", "1.2e-07"), {"display": False})]
+    with pytest.raises(
+        ClaimError, match=r"claim 'err' does not hold: expected below 1e-5, got 3\.0e-05"
+    ):
+        claim("err", 3e-5, 3e-5 < 1e-5, "below 1e-5", fmt=".1e")
+    assert issubclass(ClaimError, AssertionError)
+    assert capsys.readouterr().out == ""  # the build prints nothing: the prose shows it
+
+
+def test_claim_elsewhere_says_what_differs_and_carries_on(monkeypatch, capsys):
+    import numpy as np
+
+    from jaxguide import claim
+    from jaxguide.page import BOOK_JAX
+
+    monkeypatch.delenv("JAXGUIDE_STRICT_CLAIMS", raising=False)
+    x = np.arange(3)
+    assert claim("rows", 3, np.all(x < 3), "three rows") == 3  # a NumPy bool is a bool
+    assert capsys.readouterr().out == "✓ rows: 3 (three rows)\n"
+    assert claim("err", 3e-5, 3e-5 < 1e-5, "below 1e-5", fmt=".1e") == 3e-5
+    out = capsys.readouterr().out
+    assert out.startswith(f"✗ err: 3.0e-05, where the book's build (JAX {BOOK_JAX}) found it")
+    assert f"this run (JAX {jax.__version__}) differs" in out and "Carrying on." in out
+
+
+def test_claim_checks_its_arguments():
+    from jaxguide import claim
+
+    with pytest.raises(TypeError, match=r"claim\(holds=...\): holds must be a bool, got Array"):
+        claim("k", 1, jax.numpy.array(True), "true")
+    with pytest.raises(ValueError, match=r"claim\(expect=''\): expect must not be empty"):
+        claim("k", 1, True, "")
+    with pytest.raises(ValueError, match=r"claim\(key=''\)"):
+        claim("", 1, True, "x")
+    with pytest.raises(ValueError, match=r"claim\(fmt='.1e'\): cannot format the str value of 'k'"):
+        claim("k", "text", True, "x", fmt=".1e")
+    with pytest.raises(TypeError, match=r"claim\(fmt=3\): fmt must be a format spec str"):
+        claim("k", 1, True, "x", fmt=3)
+
+
+def test_book_jax_is_the_locked_jax():
+    import re
+    from pathlib import Path
+
+    from jaxguide.page import BOOK_JAX
+
+    lock = (Path(__file__).parents[1] / "uv.lock").read_text()
+    locked = re.search(r'\[\[package\]\]\nname = "jax"\nversion = "([^"]+)"', lock)
+    assert locked and locked.group(1) == BOOK_JAX

@@ -704,6 +704,9 @@ def kernel_settings(app, config) -> None:
     """``config-inited``: the build's kernels use :class:`BuildKernelManager`, with the
     compilation cache in this build's own output folder (``jaxguide_compilation_cache``)."""
     KERNEL_ENV.clear()
+    # A claim that does not hold (jaxguide.claim) stops the build at its cell; in Colab it
+    # prints what differs and carries on.
+    KERNEL_ENV["JAXGUIDE_STRICT_CLAIMS"] = "1"
     if config.jaxguide_compilation_cache:
         folder = Path(app.outdir).parent / ".jax_cache"
         trim_cache(folder)

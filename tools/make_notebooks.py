@@ -16,7 +16,11 @@ The notebooks are never edited by hand. Each is the chapter read with jupytext, 
   ``<details>`` block and code cells hidden behind a Colab form title; ``{ref}`` and
   ``{doc}`` become links to the published page; admonitions become quotes;
   ``literalinclude`` becomes the included code, fenced; a ``{glue:text}`` value becomes
-  the code that computes it. A construct it does not know stops it with an error;
+  the value's name and a pointer to the cell that prints it (outside the build,
+  ``jaxguide.glue`` and ``jaxguide.claim`` print what they store). A construct it does
+  not know stops it with an error;
+* the page's hidden cells (checks, glued values, the code of a figure shown alone)
+  collapsed behind a Colab form title: their output shows, their code on a click;
 * no outputs, no jupytext front matter, and cell ids derived from the position, so
   that regenerating an unchanged chapter gives a byte-identical file.
 
@@ -101,8 +105,15 @@ def page_title(page: str) -> str:
     return re.sub(r"[`*]", "", match.group(1)).strip() if match else page
 
 
+#: The calls that store a value for the prose (``jaxguide.glue``, ``jaxguide.claim``).
+GLUING = ("glue", "claim")
+#: Tags of the cells the web page hides; a notebook collapses them behind a form title.
+HIDDEN = ("remove-cell", "remove-input", "hide-input", "hide-cell")
+
+
 def glued_code(code_cells: list[str]) -> dict[str, str]:
-    """key -> the source of the value each ``glue("key", value)`` call stores."""
+    """key -> the source of the value each ``glue("key", value)`` or
+    ``claim("key", value, ...)`` call stores."""
     found = {}
     for src in code_cells:
         try:
@@ -113,7 +124,7 @@ def glued_code(code_cells: list[str]) -> dict[str, str]:
             if (
                 isinstance(node, ast.Call)
                 and len(node.args) >= 2
-                and getattr(node.func, "attr", getattr(node.func, "id", "")) == "glue"
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) in GLUING
                 and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)
             ):
@@ -159,6 +170,7 @@ class Converter:
         self.site, self.labels, self.glued = site_url(), labels(), glued_code(code_cells)
         self.exercises: dict[str, int] = {}
         self.in_solution = 0  # the exercise number whose solution we are in, or 0
+        self.printed: set[str] = set()  # keys glued by the code cells converted so far
 
     def link(self, target: str, text: str | None) -> str:
         if target in self.labels:
@@ -182,7 +194,8 @@ class Converter:
             key = target.split(":")[0]
             if key not in self.glued:
                 raise ConversionError(f"{self.name}: {{glue:text}} of {key!r}, which no cell glues")
-            return f"`{self.glued[key]}`"
+            where = "above" if key in self.printed else "below"
+            return f"*{key}* (printed by a cell {where})"
         if name == "math":
             return f"${text}$"
         return f"`{text}`" if name in {"code", "py:func", "func", "class", "mod"} else text
@@ -261,11 +274,18 @@ class Converter:
                     f"{self.name}: MyST left in a markdown cell: {left.group(0)!r}"
                 )
             return cell if cell.source.strip() else None
+        self.printed |= set(glued_code([cell.source]))
+        title = None
         if self.in_solution:  # hidden behind a form title in Colab, until clicked
-            cell.source = (
-                f"# @title Solution to exercise {self.in_solution} (double-click to show the code)"
-                ' { display-mode: "form" }\n' + cell.source
+            title = f"Solution to exercise {self.in_solution} (double-click to show the code)"
+        elif set(cell.metadata.get("tags", [])) & set(HIDDEN):
+            title = (
+                "Checks and values the text quotes (hidden in the book; double-click for the code)"
+                if glued_code([cell.source])
+                else "Hidden in the book (double-click to show the code)"
             )
+        if title:
+            cell.source = f"# @title {title}" + ' { display-mode: "form" }\n' + cell.source
             cell.metadata["cellView"] = "form"
         return cell
 

@@ -7,8 +7,9 @@ Small, reusable pieces the chapters call for what repeats:
   median of repeats; ``benchmark_interleaved`` for close races; ``compare``, ``table`` and ``plot_timings`` to report them.
 * :mod:`jaxguide.compiled` - ``analyze(f, *args)``: what the compiled program does:
   its collectives with their bytes, its fusions, FLOPs and memory per device.
-* :mod:`jaxguide.page` - ``glue`` (a value for the prose) and ``provenance()`` (what
-  produced a page: versions, devices, time): what only a page being built needs.
+* :mod:`jaxguide.page` - ``claim`` (a checked value for the prose: glued, and the build
+  stops where it does not hold), ``glue`` and ``provenance()`` (what produced a page:
+  versions, devices, time): what only a page being built needs.
 * :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
 * :mod:`jaxguide.data` - synthetic data sets made from a key (regression sets,
@@ -34,7 +35,7 @@ from importlib.metadata import version as _version
 from types import ModuleType
 
 from jaxguide.devices import DeviceSetup, DeviceSetupError, describe_devices, setup_devices
-from jaxguide.page import glue, provenance
+from jaxguide.page import ClaimError, claim, glue, provenance
 from jaxguide.timing import (
     Timing,
     benchmark,
@@ -86,11 +87,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ClaimError",
     "DeviceSetup",
     "DeviceSetupError",
     "Timing",
     "benchmark",
     "benchmark_interleaved",
+    "claim",
     "compare",
     "describe_devices",
     "format_seconds",

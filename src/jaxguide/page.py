@@ -1,12 +1,18 @@
-"""Helpers that only matter to a page being built: glued values and provenance.
+"""Helpers that only matter to a page being built: claims, glued values and provenance.
 
-* :func:`glue` stores a value under a key for the prose (myst-nb's ``glue``), and does
-  nothing (or prints) where myst-nb is absent, so chapters run unchanged in Colab.
+* :func:`claim` is the one home of a checked claim: it glues a value for the prose and
+  checks the condition the prose relies on. In the book's build a claim that does not
+  hold stops the build at its cell; in Colab (or on another JAX) it prints what differs
+  from the book's build and carries on.
+* :func:`glue` stores a value under a key for the prose (myst-nb's ``glue``); where
+  myst-nb is absent (Colab, a plain Jupyter) it prints ``key: value`` instead, so a
+  reader sees the number the prose refers to.
 * :func:`provenance` says what produced a page: JAX and jaxlib versions, backend,
   devices, when and how long. The book's chapters end with a hidden cell that glues
   it into a small box at the top of the page.
 
-Both are also available as ``jaxguide.glue`` and ``jaxguide.provenance``.
+All three are also available as ``jaxguide.claim``, ``jaxguide.glue`` and
+``jaxguide.provenance``.
 
 Example:
     >>> from jaxguide.page import provenance
@@ -19,28 +25,54 @@ from __future__ import annotations
 
 import datetime
 import html
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from jaxguide import _checks
 
-__all__ = ["Provenance", "glue", "provenance"]
+__all__ = ["BOOK_JAX", "ClaimError", "Provenance", "claim", "glue", "provenance"]
+
+T = TypeVar("T")
+
+#: The JAX release the published book was built with (``uv.lock`` pins it; a test checks
+#: the two agree). A claim that fails elsewhere names it, so a reader on a newer JAX
+#: knows which build the prose describes.
+BOOK_JAX = "0.10.2"
+
+#: Set to ``1`` in the environment of the book's build kernels (and the test suite's own
+#: run of the notebooks): there a claim that does not hold raises :class:`ClaimError`.
+STRICT_ENV = "JAXGUIDE_STRICT_CLAIMS"
 
 # Set when jaxguide is first imported: a chapter's first cell imports it.
 _STARTED = time.perf_counter()
 
 
+def _myst_glue() -> Callable[..., None] | None:
+    """myst-nb's ``glue`` inside a notebook kernel where myst-nb is installed (the
+    book's build), or None elsewhere (Colab, a plain Python, a doctest)."""
+    try:
+        from IPython import get_ipython
+        from myst_nb import glue as _glue
+    except ImportError:
+        return None
+    return _glue if get_ipython() is not None else None
+
+
 def glue(key: str, value: object, display: bool = False) -> None:
     """Store ``value`` under ``key`` for the book's prose (myst-nb ``glue``).
 
-    In the built book ``{glue:text}`key``` shows it. Where myst-nb is not installed
-    (Colab, a plain Jupyter), it shows the value if ``display`` is true and otherwise
-    does nothing, so chapters run unchanged there.
+    In the built book ``{glue:text}`key``` shows it, and the cell shows nothing unless
+    ``display`` is true. Where myst-nb is not installed (Colab, a plain Jupyter), there
+    is no prose to fill, so it prints ``key: value``: the notebook's prose points to that
+    line wherever the page shows the number.
 
     Args:
         key: the name the prose refers to, a non-empty string.
         value: what to show: a string, a number, a figure ...
-        display: also show the value where the cell runs.
+        display: also show the value where the cell runs, in the build.
 
     Returns:
         Nothing.
@@ -50,17 +82,103 @@ def glue(key: str, value: object, display: bool = False) -> None:
         ValueError: ``key`` is empty.
 
     Example:
-        >>> glue("answer", 42)    # outside a notebook being built: no output
+        >>> glue("answer", 42)    # outside a book build: printed for the reader
+        answer: 42
     """
     _checks.string("glue", "key", key, example="'speedup'")
     display = _checks.boolean("glue", "display", display)
-    try:
-        from myst_nb import glue as _glue
-    except ImportError:
-        if display:
-            print(f"{key} = {value}")
+    _glue = _myst_glue()
+    if _glue is None:
+        print(f"{key}: {value}")
         return
     _glue(key, value, display=display)
+
+
+class ClaimError(AssertionError):
+    """A claim a page makes about its own outputs does not hold (see :func:`claim`)."""
+
+
+def _is_bool(value: object) -> bool:
+    # bool, or NumPy's bool scalar (what `np.all(...)` and comparisons of arrays give).
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
+
+
+def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T:
+    """State a claim the prose makes, once: glue ``value`` and check ``holds``.
+
+    A page's checked numbers each live in one hidden cell, as one call::
+
+        claim("worst_grad", worst, worst < 1e-5, "below 1e-5", fmt=".1e")
+
+    The prose shows the glued value (``{glue:text}`worst_grad```); the chapter's tests
+    read the value the build glued. In the book's build (where the environment sets
+    ``JAXGUIDE_STRICT_CLAIMS=1``) a claim that does not hold raises :class:`ClaimError`,
+    so the build stops at that cell. Anywhere else (Colab, a plain Jupyter, a newer JAX
+    than the book's) it prints one line, ``✓ key: value (expect)``, or, when the claim
+    does not hold there, what differs from the book's build, and carries on: the page's
+    prose describes the book's build, and the reader's run may differ.
+
+    Args:
+        key: the name the prose and the tests use, a non-empty string.
+        value: the value the prose shows (a number, a string, a small table ...).
+        holds: whether the claim holds: a bool (``np.bool_`` too); pass ``bool(...)``
+            of a JAX array.
+        expect: what the prose relies on, in words (``"below 1e-5"``), for messages.
+        fmt: a format spec for the glued text (``".1e"``, ``".0%"``); empty glues the
+            value itself.
+
+    Returns:
+        ``value``, so a claim can stand where the value is first computed.
+
+    Raises:
+        ClaimError: in the book's build, when ``holds`` is false.
+        TypeError: ``key`` or ``expect`` is not a str, ``fmt`` is not a str,
+            or ``holds`` is not a bool.
+        ValueError: ``key`` or ``expect`` is empty, or ``fmt`` does not format ``value``.
+
+    Example:
+        >>> claim("answer", 42, 42 == 6 * 7, "six times seven")   # outside a build
+        ✓ answer: 42 (six times seven)
+        42
+    """
+    _checks.string("claim", "key", key, example="'worst_grad'")
+    _checks.string("claim", "expect", expect, example="'below 1e-5'")
+    if not isinstance(fmt, str):
+        raise TypeError(
+            f"claim(fmt={fmt!r}): fmt must be a format spec str such as '.1e', "
+            f"got {type(fmt).__name__}."
+        )
+    if not _is_bool(holds):
+        raise TypeError(
+            f"claim(holds=...): holds must be a bool, got {type(holds).__name__}; "
+            "pass bool(...) of the condition (for a JAX array, bool(jnp.all(...)))."
+        )
+    try:
+        shown: object = format(value, fmt) if fmt else value
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"claim(fmt={fmt!r}): cannot format the {type(value).__name__} value of "
+            f"{key!r} with it ({e}); pass a spec that fits the value, or ''."
+        ) from None
+    ok = bool(holds)
+    strict = os.environ.get(STRICT_ENV) == "1"
+    _glue = _myst_glue()
+    if _glue is not None:
+        _glue(key, shown, display=False)
+    if ok:
+        if _glue is None:
+            print(f"✓ {key}: {shown} ({expect})")
+        return value
+    if strict:
+        raise ClaimError(f"claim {key!r} does not hold: expected {expect}, got {shown}")
+    import jax
+
+    print(
+        f"✗ {key}: {shown}, where the book's build (JAX {BOOK_JAX}) found it {expect}; "
+        f"this run (JAX {jax.__version__}) differs, so the prose near this cell "
+        "describes the book's build, not this run. Carrying on."
+    )
+    return value
 
 
 @dataclass(frozen=True)
