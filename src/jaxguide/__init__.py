@@ -11,6 +11,8 @@ Small, reusable pieces the chapters call for what repeats:
   stops where it does not hold), ``glue`` and ``provenance()`` (what produced a page:
   versions, devices, time): what only a page being built needs.
 * :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
+* :mod:`jaxguide.hardware` - published accelerator figures (peak FLOP/s by dtype, HBM,
+  links one way, on-chip memory), one table with a source for each.
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
 * :mod:`jaxguide.data` - synthetic data sets made from a key (regression sets,
   spirals, step-indexed batches).
@@ -59,6 +61,7 @@ _SUBMODULES = (
     "devices",
     "distributed",
     "gradcheck",
+    "hardware",
     "jaxlogs",
     "models",
     "moe",

@@ -1,0 +1,42 @@
+"""jaxguide.hardware: one table of published figures, consistent with itself and with
+the sources' own statements (checked here by independent arithmetic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxguide import hardware
+
+
+def test_every_chip_has_sources_and_sane_figures():
+    assert hardware.names() == tuple(hardware.CHIPS)
+    for c in hardware.CHIPS.values():
+        assert c.sources and all(url.startswith("https://") for url in c.sources.values())
+        assert c.flops("bf16") > 1e14 and c.hbm_bandwidth > 1e11 and c.hbm_bytes > 1e10
+        # int8 at least as fast as bf16 on every chip listed (twice, from v5 and Hopper on)
+        assert c.flops("int8") >= c.flops("bf16")
+        assert c.network_one_way < c.link_one_way * c.links  # off the fast domain is slower
+
+
+def test_published_statements_hold():
+    h100 = hardware.chip("H100 SXM")
+    # NVIDIA: NVLink 900 GB/s, both directions together, per GPU.
+    assert 2 * h100.chip_one_way == pytest.approx(9e11)
+    # NVIDIA prints 1,979 TFLOP/s bf16 *with sparsity*: dense is half.
+    assert 2 * h100.flops("bf16") == pytest.approx(1.979e15, rel=1e-3)
+    assert hardware.chip("H200").flops("bf16") == h100.flops("bf16")
+    v5e = hardware.chip("TPU v5e")
+    # How to Scale Your Model: 9e10 bytes/s per link both ways; int8 twice bf16.
+    assert 2 * v5e.link_one_way == pytest.approx(9e10)
+    assert v5e.flops("int8") == 2 * v5e.flops("bf16")
+    assert v5e.critical_intensity() == pytest.approx(1.97e14 / 8.1e11)
+    assert v5e.onchip_bytes == 128 * 1024 * 1024 and v5e.onchip_name.startswith("VMEM")
+
+
+def test_bad_names_say_what_exists():
+    with pytest.raises(ValueError, match=r"chip\(name='H100'\): name must be one of .*'H100 SXM'"):
+        hardware.chip("H100")
+    with pytest.raises(TypeError, match=r"chip\(name=5\)"):
+        hardware.chip(5)
+    with pytest.raises(ValueError, match=r"Chip.flops\(dtype='fp8'\): dtype must be one of"):
+        hardware.chip("TPU v5e").flops("fp8")
