@@ -21,6 +21,15 @@ def test_every_public_submodule_is_listed_for_lazy_access():
     assert sorted(jaxguide._SUBMODULES) == SUBMODULES
 
 
+def test_package_docstring_names_every_submodule():
+    import re
+
+    named = set(re.findall(r":mod:`jaxguide\.(\w+)`", jaxguide.__doc__ or ""))
+    assert named == set(SUBMODULES), (
+        f"missing {set(SUBMODULES) - named}, extra {named - set(SUBMODULES)}"
+    )
+
+
 def test_submodules_load_on_attribute_access_without_starting_jax():
     code = (
         "import sys, jaxguide\n"
