@@ -42,6 +42,22 @@ def jupyter_book(*args: str, cwd: Path = ROOT, timeout: int = 1500) -> subproces
     )
 
 
+# Fixtures that build or execute the whole book (tests/conftest.py): a test that uses one
+# must be marked ``book``, so that ``make unit`` (-m "not book and not browser") never
+# builds the book.
+BOOK_FIXTURES = ("book", "wheel_notebooks")
+
+
+def unmarked_book_tests(items: list) -> list[str]:
+    """The ids of collected tests that use a book fixture without the ``book`` marker."""
+    return [
+        item.nodeid
+        for item in items
+        if set(BOOK_FIXTURES) & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("book") is None
+    ]
+
+
 def load(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 

@@ -19,7 +19,7 @@ import pytest
 # must happen before anything starts JAX's backends, so it is done on import.
 jax.config.update("jax_num_cpu_devices", 8)
 
-from bookcheck import ROOT, jupyter_book
+from bookcheck import ROOT, jupyter_book, unmarked_book_tests
 
 sys.path.insert(0, str(ROOT / "tools"))
 import jaxguide_fresh  # noqa: E402  (tools/: what the build caches, SHOWS_COMPILATION)
@@ -44,6 +44,15 @@ class BuiltBook:
 
     def notebook(self, name: str) -> Path:
         return self.executed / f"{name}.ipynb"
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = unmarked_book_tests(items)
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests use the built book but are not marked @pytest.mark.book, so "
+            "`make unit` would build the whole book: " + ", ".join(unmarked)
+        )
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The notebook checks used by the book tests must catch what they claim to catch."""
 
-from bookcheck import problems, should_output
+from bookcheck import problems, should_output, unmarked_book_tests
 
 
 def code(src, outputs=(), tags=()):
@@ -80,3 +80,20 @@ def test_should_output():
     assert not should_output(code("x = 1"))
     assert not should_output(code("glue('a', 1)"))
     assert not should_output(code("print(1)", tags=["remove-output"]))
+
+
+def test_a_test_that_uses_the_book_without_its_marker_is_found():
+    class Item:
+        def __init__(self, nodeid, fixtures, marked):
+            self.nodeid, self.fixturenames, self.marked = nodeid, fixtures, marked
+
+        def get_closest_marker(self, name):
+            return object() if self.marked and name == "book" else None
+
+    items = [
+        Item("t::unit", ["tmp_path"], False),
+        Item("t::marked", ["book"], True),
+        Item("t::unmarked", ["book", "tmp_path"], False),
+        Item("t::wheel", ["wheel_notebooks"], False),
+    ]
+    assert unmarked_book_tests(items) == ["t::unmarked", "t::wheel"]
