@@ -23,7 +23,7 @@ $(UV):
 
 # --compile-bytecode: every build imports Sphinx and every chapter's kernel imports JAX;
 # where PYTHONDONTWRITEBYTECODE is set (CI, some sandboxes) each would compile those
-# sources again (about 3 s of CPU per build and per kernel; README, "Build times").
+# sources again (about 3 s of CPU per build and per kernel; CONTRIBUTING.md, "Build times").
 $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	$(UV) sync --locked --compile-bytecode --python $(PYTHON)
 	touch $@
