@@ -3,6 +3,10 @@
 #   make test   run the test suite: lint and type check (make lint), unit tests, a strict
 #               build of the whole book, and the built site checked in headless Chromium
 # Both create the environment from uv.lock first (in .venv, with uv in .tools).
+# While working on the code:
+#   make unit   the package's unit tests and doctests and the tools' own tests, without
+#               building the book or opening Chromium (under a minute)
+#   make lint   ruff and mypy
 
 PYTHON ?= python3.11
 UV_VERSION := 0.13.9
@@ -11,7 +15,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test lint format serve clean notebooks browser-deps lighthouse-deps
+.PHONY: env book test unit lint format serve clean notebooks browser-deps lighthouse-deps
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -19,7 +23,7 @@ $(UV):
 
 # --compile-bytecode: every build imports Sphinx and every chapter's kernel imports JAX;
 # where PYTHONDONTWRITEBYTECODE is set (CI, some sandboxes) each would compile those
-# sources again (about 3 s of CPU per build and per kernel; README, "Build times").
+# sources again (about 3 s of CPU per build and per kernel; CONTRIBUTING.md, "Build times").
 $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	$(UV) sync --locked --compile-bytecode --python $(PYTHON)
 	touch $@
@@ -31,6 +35,11 @@ book: env
 
 test: lint browser-deps lighthouse-deps
 	$(VENV)/bin/python -m pytest
+
+# Every test not marked book or browser (pyproject.toml, [tool.pytest.ini_options]);
+# a test that uses the built book must carry the book marker (tests/conftest.py).
+unit: env
+	$(VENV)/bin/python -m pytest -m "not book and not browser" -q
 
 # ruff (lint and format check) over the Python sources, mypy over the package.
 lint: env

@@ -7,6 +7,7 @@ a bad notebook: a check that cannot fail would prove nothing about the book.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import re
@@ -42,8 +43,39 @@ def jupyter_book(*args: str, cwd: Path = ROOT, timeout: int = 1500) -> subproces
     )
 
 
+# Fixtures that build or execute the whole book (tests/conftest.py): a test that uses one
+# must be marked ``book``, so that ``make unit`` (-m "not book and not browser") never
+# builds the book.
+BOOK_FIXTURES = ("book", "wheel_notebooks")
+
+
+def unmarked_book_tests(items: list) -> list[str]:
+    """The ids of collected tests that use a book fixture without the ``book`` marker."""
+    return [
+        item.nodeid
+        for item in items
+        if set(BOOK_FIXTURES) & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("book") is None
+    ]
+
+
+def _stamp(path: Path | str) -> tuple[str, int, int]:
+    """What a cache of a built file is keyed on: its path, and its modification time and
+    size, so that a file rewritten by a new build is read again."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _load(stamp: tuple[str, int, int]) -> dict:
+    return json.loads(Path(stamp[0]).read_text())
+
+
 def load(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
+    """A notebook (or any JSON file), read once per version of the file: every caller
+    gets the same dict, so treat it as read-only."""
+    return _load(_stamp(path))
 
 
 def source(cell: dict) -> str:
@@ -220,8 +252,14 @@ VERDICT = r"((?:\d\.\d|\d\d+)× (?:faster|slower) than|as fast, within 10%, as)"
 
 
 def glued(book, chapter: str) -> dict:
-    """The values a chapter glued into its prose, as Python values."""
-    raw = json.loads((book.executed / f"{chapter}.glue.json").read_text())
+    """The values a chapter glued into its prose, as Python values (a new dict on each
+    call; the file is read and its values parsed once per build)."""
+    return dict(_glued(_stamp(book.executed / f"{chapter}.glue.json")))
+
+
+@functools.lru_cache(maxsize=64)
+def _glued(stamp: tuple[str, int, int]) -> dict:
+    raw = json.loads(Path(stamp[0]).read_text())
     values = {}
     for key, output in raw.items():
         text = output["data"].get("text/plain", "")
@@ -232,17 +270,29 @@ def glued(book, chapter: str) -> dict:
     return values
 
 
-def page_text(book, chapter: str) -> str:
+# A chapter's page is parsed once per build, not once per assertion: about a hundred
+# tests read the same twenty pages (re-parsing each took most of their time).
+@functools.lru_cache(maxsize=32)
+def _soup(stamp: tuple[str, int, int]):
     from bs4 import BeautifulSoup
 
-    text = BeautifulSoup(book.page(chapter), "html.parser").get_text(" ")
-    return " ".join(text.split())
+    return BeautifulSoup(Path(stamp[0]).read_text(), "html.parser")
+
+
+@functools.lru_cache(maxsize=64)
+def _page_text(stamp: tuple[str, int, int]) -> str:
+    return " ".join(_soup(stamp).get_text(" ").split())
+
+
+def page_text(book, chapter: str) -> str:
+    """The text a reader sees on a chapter's page, its whitespace collapsed."""
+    return _page_text(_stamp(book.html / f"{chapter}.html"))
 
 
 def images(book, chapter):
-    from bs4 import BeautifulSoup
-
-    return BeautifulSoup(book.page(chapter), "html.parser").select("div.cell_output img")
+    """The images of a chapter's cell outputs (BeautifulSoup tags: read them, do not
+    change them, as every caller shares them)."""
+    return _soup(_stamp(book.html / f"{chapter}.html")).select("div.cell_output img")
 
 
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}

@@ -1,6 +1,9 @@
 """The notebook checks used by the book tests must catch what they claim to catch."""
 
-from bookcheck import problems, should_output
+import os
+from types import SimpleNamespace
+
+from bookcheck import glued, images, load, page_text, problems, should_output, unmarked_book_tests
 
 
 def code(src, outputs=(), tags=()):
@@ -80,3 +83,47 @@ def test_should_output():
     assert not should_output(code("x = 1"))
     assert not should_output(code("glue('a', 1)"))
     assert not should_output(code("print(1)", tags=["remove-output"]))
+
+
+def test_a_test_that_uses_the_book_without_its_marker_is_found():
+    class Item:
+        def __init__(self, nodeid, fixtures, marked):
+            self.nodeid, self.fixturenames, self.marked = nodeid, fixtures, marked
+
+        def get_closest_marker(self, name):
+            return object() if self.marked and name == "book" else None
+
+    items = [
+        Item("t::unit", ["tmp_path"], False),
+        Item("t::marked", ["book"], True),
+        Item("t::unmarked", ["book", "tmp_path"], False),
+        Item("t::wheel", ["wheel_notebooks"], False),
+    ]
+    assert unmarked_book_tests(items) == ["t::unmarked", "t::wheel"]
+
+
+def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
+    book = SimpleNamespace(html=tmp_path, executed=tmp_path)
+    page, glue = tmp_path / "ch.html", tmp_path / "ch.glue.json"
+    page.write_text('<p>one  two</p><div class="cell_output"><img src="a.png"></div>')
+    glue.write_text('{"n": {"data": {"text/plain": "3"}}}')
+    parsed = []
+    import bs4
+
+    class Counted(bs4.BeautifulSoup):
+        def __init__(self, *args, **kwargs):
+            parsed.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(bs4, "BeautifulSoup", Counted)
+    assert page_text(book, "ch") == "one two" and page_text(book, "ch") == "one two"
+    assert [img["src"] for img in images(book, "ch")] == ["a.png"]
+    assert len(parsed) == 1
+    assert glued(book, "ch") == {"n": 3} and load(glue) is load(glue)
+    # A new build rewrites the files: they are read again.
+    page.write_text("<p>three</p>")
+    glue.write_text('{"n": {"data": {"text/plain": "4"}}}')
+    for f in (page, glue):
+        os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    assert page_text(book, "ch") == "three" and images(book, "ch") == []
+    assert glued(book, "ch") == {"n": 4} and len(parsed) == 2

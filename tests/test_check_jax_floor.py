@@ -1,5 +1,5 @@
 """tools/check_jax_floor.py: the parts that need no download (the full run needs PyPI
-and executes every chapter, so it is run by hand; see the README)."""
+and executes every chapter, so it is run by hand; see CONTRIBUTING.md, "The jax floor")."""
 
 from __future__ import annotations
 

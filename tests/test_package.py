@@ -21,6 +21,15 @@ def test_every_public_submodule_is_listed_for_lazy_access():
     assert sorted(jaxguide._SUBMODULES) == SUBMODULES
 
 
+def test_package_docstring_names_every_submodule():
+    import re
+
+    named = set(re.findall(r":mod:`jaxguide\.(\w+)`", jaxguide.__doc__ or ""))
+    assert named == set(SUBMODULES), (
+        f"missing {set(SUBMODULES) - named}, extra {named - set(SUBMODULES)}"
+    )
+
+
 def test_submodules_load_on_attribute_access_without_starting_jax():
     code = (
         "import sys, jaxguide\n"
@@ -87,10 +96,3 @@ def test_public_functions_are_typed_and_documented(name):
     assert all(k in doc for k in needed), f"{name}: docstring lacks {needed}"
     # A runnable example, in the function's docstring or its module's.
     assert ">>>" in doc or ">>>" in (inspect.getmodule(fn).__doc__ or ""), f"{name}: no example"
-
-
-def test_removed_modules_are_gone():
-    # nn was merged into models, runinfo into page: one module per concern.
-    for old in ("nn", "runinfo"):
-        with pytest.raises(AttributeError, match=f"module 'jaxguide' has no attribute '{old}'"):
-            getattr(jaxguide, old)

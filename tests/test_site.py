@@ -301,6 +301,7 @@ def test_purge_memo_is_reused_only_while_its_inputs_match(tmp_path, monkeypatch)
     assert purge() == original and len(calls) == 2  # nothing left to drop
 
 
+@pytest.mark.book
 def test_purged_stylesheets_keep_every_rule_the_pages_use(book):
     """The theme's stylesheet in the site is a fraction of the original, yet every
     selector of the original whose classes and ids all occur in the pages' markup is

@@ -179,7 +179,7 @@ def fake(name, median, first=1.0):
 
 def test_repr_and_median_text():
     t = fake("f", 0.00123)
-    assert t.median == "1.23 ms"
+    assert t.median_text == "1.23 ms"
     assert repr(t) == "f: 1.23 ms per call (median of 3, IQR 1.17 ms–1.29 ms), first call 1 s"
 
 

@@ -1,4 +1,4 @@
-"""jaxguide.data (spirals, batches), models (the MLP), train, plots and checkpoints:
+"""jaxguide.data (spirals, batches), models (the MLP), train and checkpoints:
 training converges, data parallelism matches one device (in-process, on conftest's 8 CPU
 devices), checkpoints round-trip exactly, bad input is refused."""
 

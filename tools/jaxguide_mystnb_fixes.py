@@ -20,9 +20,10 @@ book's tests.
    notebook differed from build to build in its ids alone. Its cells are named
    ``<page>-<index>`` instead (:func:`stable_cell_ids`).
 
-Both patch myst-nb's internals, so they are applied only to the myst-nb release they
-were written and tested for (:data:`TESTED`); another release stops the build with a
-message saying what to check, rather than patching code that may have changed.
+All three patch myst-nb's internals (two replaced functions: the third fix runs inside
+the second's), so they are applied only to the myst-nb release they were written and
+tested for (:data:`TESTED`); another release stops the build with a message saying what
+to check, rather than patching code that may have changed.
 """
 
 from __future__ import annotations

@@ -1,30 +1,56 @@
 """jaxguide: the companion package of the jaxguide book.
 
-Small, reusable pieces the chapters call for what repeats:
+Small, reusable pieces the chapters call for what repeats, one concern per submodule.
+
+Setting up and measuring:
 
 * :mod:`jaxguide.devices` - ``setup_devices(n)``: real accelerators or simulated CPU devices.
 * :mod:`jaxguide.timing` - ``benchmark(fn, *args)``: warm-up, ``block_until_ready``,
-  median of repeats; ``benchmark_interleaved`` for close races; ``compare``, ``table`` and ``plot_timings`` to report them.
-* :mod:`jaxguide.compiled` - ``analyze(f, *args)``: what the compiled program does:
-  its collectives with their bytes, its fusions, FLOPs and memory per device.
+  median of repeats; ``benchmark_interleaved`` for close races; ``compare``, ``table``
+  and ``plot_timings`` to report them.
 * :mod:`jaxguide.page` - ``claim`` (a checked value for the prose: glued, and the build
   stops where it does not hold), ``glue`` and ``provenance()`` (what produced a page:
   versions, devices, time): what only a page being built needs.
-* :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
 * :mod:`jaxguide.hardware` - published accelerator figures (peak FLOP/s by dtype, HBM,
   links one way, on-chip memory), one table with a source for each.
+
+Reading what JAX and XLA did:
+
+* :mod:`jaxguide.compiled` - ``analyze(f, *args)``: what the compiled program does:
+  its collectives with their bytes, its fusions, FLOPs and memory per device; and where
+  a collective comes from (``op_name``, ``pass_of``, ``scopes_of``, ``parameter_of``).
+* :mod:`jaxguide.jaxlogs` - JAX's log records (compilations, cache misses) captured as
+  text a page can print.
+* :mod:`jaxguide.profile` - a ``jax.profiler`` trace read into events and time per
+  named scope.
+* :mod:`jaxguide.gradcheck` - finite-difference gradients of pytree functions.
+
+Data, models and training:
+
 * :mod:`jaxguide.rng` - ``KeyStream``: a fresh random key on every call.
 * :mod:`jaxguide.data` - synthetic data sets made from a key (regression sets,
   spirals, step-indexed batches).
 * :mod:`jaxguide.models` - small models as pure functions (linear and logistic
   regression, an MLP) and their losses.
-* :mod:`jaxguide.train` - a jitted optax step and a training loop with progress lines
-  and data parallelism; :mod:`jaxguide.plots` draws a run, and
-  :mod:`jaxguide.checkpoints` saves and restores it with orbax (never overwriting).
-* :mod:`jaxguide.distributed` - ``launch(program, n_processes)``: a multi-process JAX
-  system on 127.0.0.1, with every process stopped on a failure or timeout.
+* :mod:`jaxguide.train` - a jitted optax step, a training loop with progress lines
+  and data parallelism, and pictures of a run (loss curve, decision regions).
+* :mod:`jaxguide.checkpoints` - orbax checkpoints of any pytree under a step number,
+  never overwriting.
+
+Many devices and processes:
+
 * :mod:`jaxguide.sharding` - pictures of shardings drawn from ``addressable_shards``,
   the book's notation ``A[I_x, J_y]``, and checked mesh and batch helpers.
+* :mod:`jaxguide.distributed` - ``launch(program, n_processes)``: a multi-process JAX
+  system on 127.0.0.1, with every process stopped on a failure or timeout.
+* :mod:`jaxguide.pipeline` - pipeline schedules as stage x step tables, their bubble,
+  and the chart.
+* :mod:`jaxguide.moe` - mixture-of-experts routing: top-k choice with capacity, the
+  load-balancing loss.
+* :mod:`jaxguide.attention` - reference attention, contiguous and zig-zag sequence
+  layouts for ring attention, causal work per device.
+* :mod:`jaxguide.decode` - autoregressive decoding apart from the model: sampling with
+  explicit keys, KV-cache bytes, a decode step's roofline time.
 
 Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
 the device count. Every submodule is also reachable as an attribute
@@ -67,7 +93,6 @@ _SUBMODULES = (
     "moe",
     "page",
     "pipeline",
-    "plots",
     "profile",
     "rng",
     "sharding",

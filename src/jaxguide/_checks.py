@@ -30,19 +30,41 @@ def _call(fn: str, name: str, value: object) -> str:
     return f"{fn}({name}={value!r})"
 
 
-def positive_int(fn: str, name: str, value: object, *, minimum: int = 1, example: int = 7) -> int:
-    """``value`` as an int ``>= minimum`` (bools are refused: they are not counts)."""
+def integer(fn: str, name: str, value: object, *, minimum: int, example: int) -> int:
+    """``value`` as an int ``>= minimum`` (bools are refused: they are not numbers here).
+
+    :func:`positive_int` (``>= 1``) and :func:`count` (``>= 0``) name the usual bounds.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{_call(fn, name, value)}: {name} must be an int, got {type(value).__name__}; "
             f"pass a whole number such as {example}."
         )
     if value < minimum:
-        what = "a positive count" if minimum == 1 else f"an int >= {minimum}"
+        what = {1: "a positive count", 0: "zero or a positive count"}.get(
+            minimum, f"an int >= {minimum}"
+        )
         raise ValueError(
-            f"{_call(fn, name, value)}: {name} must be an int >= {minimum}; pass {what} such as {max(example, minimum)}."
+            f"{_call(fn, name, value)}: {name} must be an int >= {minimum}; "
+            f"pass {what} such as {max(example, minimum)}."
         )
     return int(value)
+
+
+def positive_int(fn: str, name: str, value: object, *, example: int = 7) -> int:
+    """``value`` as an int ``>= 1``: a size, a number of repeats, devices or steps."""
+    return integer(fn, name, value, minimum=1, example=example)
+
+
+def count(fn: str, name: str, value: object, *, example: int = 0) -> int:
+    """``value`` as an int ``>= 0``: an index, a step number, a seed, a count that may be 0.
+
+    >>> count("batch_at", "step", -1)
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_at(step=-1): step must be an int >= 0; pass zero or a positive count such as 0.
+    """
+    return integer(fn, name, value, minimum=0, example=example)
 
 
 def real(

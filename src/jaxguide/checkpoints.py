@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from jaxguide import _checks
+from jaxguide._types import PyTree
 
 if TYPE_CHECKING:
     import jax
 
 __all__ = ["CheckpointError", "PyTree", "checkpoint_steps", "save_checkpoint", "restore_checkpoint"]
-
-#: Any pytree of arrays: parameters, optimiser state, or a dict of both.
-PyTree: TypeAlias = Any
 
 
 class CheckpointError(ValueError):
@@ -115,7 +113,7 @@ def save_checkpoint(directory: str | os.PathLike[str], step: int, state: PyTree)
     """
     import orbax.checkpoint as ocp
 
-    step = _checks.positive_int("save_checkpoint", "step", step, minimum=0, example=0)
+    step = _checks.count("save_checkpoint", "step", step)
     path = _checkpoint_dir("save_checkpoint", directory)
     if step in checkpoint_steps(path):
         raise CheckpointError(
@@ -161,7 +159,7 @@ def restore_checkpoint(
 
     path = _checkpoint_dir("restore_checkpoint", directory)
     if step is not None:
-        step = _checks.positive_int("restore_checkpoint", "step", step, minimum=0, example=0)
+        step = _checks.count("restore_checkpoint", "step", step)
     saved = checkpoint_steps(path)
     if not saved:
         raise FileNotFoundError(f"restore_checkpoint: no checkpoints in {os.fspath(directory)}.")

@@ -34,7 +34,20 @@ from typing import Any
 
 from jaxguide import _checks
 
-__all__ = ["Collective", "Fusion", "ProgramReport", "analyze", "format_bytes", "COLLECTIVES"]
+__all__ = [
+    "Collective",
+    "Fusion",
+    "ProgramReport",
+    "analyze",
+    "format_bytes",
+    "COLLECTIVES",
+    # Where a collective comes from: its HLO line, the jax call that made it, the pass.
+    "hlo_line",
+    "op_name",
+    "pass_of",
+    "scopes_of",
+    "parameter_of",
+]
 
 #: The collective operations :func:`analyze` reports, by their HLO names.
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
@@ -484,8 +497,6 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
 # XLA keeps, in each instruction's metadata, the name of the JAX operation it was
 # lowered from (``op_name="jit(step)/transpose(jvp(mlp))/dot_general"``), with the
 # ``jax.named_scope`` s it ran in; operations of a backward pass carry ``transpose(``.
-
-__all__ += ["hlo_line", "op_name", "pass_of", "scopes_of", "parameter_of"]
 
 
 def _instruction_name(fn: str, collective: Collective | str) -> str:

@@ -20,17 +20,15 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING
 
-from jaxguide._checks import positive_int, real
+from jaxguide._checks import count, positive_int, real
+from jaxguide._types import Dataset
 
 if TYPE_CHECKING:
     import jax
     import numpy as np
     from jax.typing import ArrayLike
-
-#: An array, or a pytree of arrays with the same leading size (e.g. ``(x, y)``).
-Dataset: TypeAlias = Any
 
 __all__ = [
     "Dataset",
@@ -244,9 +242,7 @@ def noisy_spirals(
             f"noisy_spirals(label_noise={label_noise!r}): label_noise must be a probability "
             "in [0, 1); pass a fraction such as 0.2."
         )
-    n_distractors = positive_int(
-        "noisy_spirals", "n_distractors", n_distractors, minimum=0, example=3
-    )
+    n_distractors = count("noisy_spirals", "n_distractors", n_distractors, example=3)
     scale = real(
         "noisy_spirals",
         "scale",
@@ -295,7 +291,7 @@ def train_test_split(
     """
     import numpy as np
 
-    seed = positive_int("train_test_split", "seed", seed, minimum=0, example=0)
+    seed = count("train_test_split", "seed", seed)
     if len(x) != len(y):
         raise ValueError(
             f"train_test_split: x has {len(x)} examples but y has {len(y)}; they must match."
@@ -356,8 +352,8 @@ def batch_at(data: Dataset, step: int, *, batch_size: int, seed: int = 0) -> Dat
     import jax
 
     bs = positive_int("batch_at", "batch_size", batch_size)
-    step = positive_int("batch_at", "step", step, minimum=0, example=0)
-    seed = positive_int("batch_at", "seed", seed, minimum=0, example=0)
+    step = count("batch_at", "step", step)
+    seed = count("batch_at", "seed", seed)
     leaves = jax.tree.leaves(data)
     sizes = {len(leaf) for leaf in leaves}
     if len(sizes) != 1:

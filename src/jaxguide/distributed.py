@@ -110,8 +110,8 @@ def _port_taken(port: int) -> bool:
     return False
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    return positive_int("launch", name, value, minimum=minimum, example=2)
+def _check_int(name: str, value: object) -> int:
+    return positive_int("launch", name, value, example=2)
 
 
 def _read(f: IO[bytes]) -> str:
@@ -194,8 +194,8 @@ def launch(
     """
     command = _command(program)
     boolean("launch", "stop_on_failure", stop_on_failure)
-    n = _check_int("n_processes", n_processes, 1)
-    devices = _check_int("devices_per_process", devices_per_process, 1)
+    n = _check_int("n_processes", n_processes)
+    devices = _check_int("devices_per_process", devices_per_process)
     real(
         "launch",
         "timeout",
@@ -207,7 +207,7 @@ def launch(
     if port is None:
         port = free_port()
     else:
-        port = _check_int("port", port, 1)
+        port = _check_int("port", port)
         if port > 65535:
             raise ValueError(
                 f"launch(port={port}): port must be a TCP port in [1, 65535]; pass port=None "

@@ -12,16 +12,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 
 from jaxguide._checks import function, real
+from jaxguide._types import PyTree
 
 __all__ = ["PyTree", "numerical_grad", "check_grad"]
-
-#: A pytree of floating-point arrays (a dict of weights, a tuple, one array ...).
-PyTree: TypeAlias = Any
 
 
 def _check_eps(fn: str, eps: object) -> float:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from jax.typing import ArrayLike
 
 __all__ = [
-    "Batch",
+    "LabeledBatch",
     "LinearParams",
     "MLPParams",
     "init_linear",
@@ -61,7 +61,7 @@ LinearParams: TypeAlias = "Mapping[str, jax.Array]"
 #: Parameters of an MLP: one ``{"w": (d_in, d_out), "b": (d_out,)}`` dict per layer.
 MLPParams: TypeAlias = "Sequence[Mapping[str, jax.Array]]"
 #: A classification batch ``(x, labels)``: ``x`` of shape ``(n, d)``, integer labels ``(n,)``.
-Batch: TypeAlias = "tuple[ArrayLike, ArrayLike]"
+LabeledBatch: TypeAlias = "tuple[ArrayLike, ArrayLike]"
 
 
 def _check_features(fn: str, w: Any, x: Any) -> None:
@@ -414,7 +414,7 @@ def accuracy(logits: ArrayLike, labels: ArrayLike) -> jax.Array:
     return jnp.mean(jnp.argmax(logits, axis=-1) == labels)
 
 
-def classifier_loss(params: MLPParams, batch: Batch) -> jax.Array:
+def classifier_loss(params: MLPParams, batch: LabeledBatch) -> jax.Array:
     """``cross_entropy(mlp(params, x), y)`` for ``batch = (x, y)``: the training loops' loss.
 
     Args:

@@ -24,17 +24,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from jaxguide import _checks
+from jaxguide._types import Batch
 
 if TYPE_CHECKING:
     import jax
     from jax.sharding import PartitionSpec, Sharding
     from matplotlib.axes import Axes
-
-#: A batch: one array, or a pytree of arrays (e.g. ``(x, y)``) with the same leading size.
-Batch: TypeAlias = Any
 
 __all__ = [
     "Batch",
@@ -214,7 +212,7 @@ def notation(
         )
     _checks.string("notation", "name", name, example="'W'")
     if ndim is not None:
-        ndim = _checks.positive_int("notation", "ndim", ndim, minimum=0, example=2)
+        ndim = _checks.count("notation", "ndim", ndim, example=2)
     else:
         ndim = getattr(arr_or_sharding, "ndim", None)
     if ndim is None:

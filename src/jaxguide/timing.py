@@ -102,7 +102,7 @@ class Timing:
         return (q[0], q[2])
 
     @property
-    def median(self) -> str:
+    def median_text(self) -> str:
         """The median as text, e.g. ``'1.23 ms'`` (for prose and tables)."""
         return format_seconds(self.median_s)
 
@@ -462,7 +462,7 @@ def plot_timings(
     colors = [plt.cm.tab10(i % 10) for i in range(len(timings))][::-1]
     ax.barh(names, medians, xerr=[lows, highs], color=colors, capsize=3)
     for y, (value, high, t) in enumerate(zip(medians, highs, timings[::-1])):
-        ax.text(value + high, y, "  " + t.median, va="center", ha="left", fontsize=9)
+        ax.text(value + high, y, "  " + t.median_text, va="center", ha="left", fontsize=9)
     top = max(m + h for m, h in zip(medians, highs))
     if log is None:
         log = max(medians) > 30 * min(medians)

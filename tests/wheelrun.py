@@ -1,0 +1,177 @@
+"""The notebooks run from a wheel: a second, independent execution of every chapter.
+
+Every notebook in notebooks/ runs top to bottom as a Colab user would: in a fresh
+virtual environment where jaxguide is installed from a wheel built from this repository
+(with the locked versions), from a folder holding nothing but the notebooks.
+tests/test_reproducible.py compares the book's outputs with it, and
+tests/test_notebooks.py checks that every notebook ran.
+
+tests/conftest.py drives it through two fixtures: ``wheel_notebooks`` (the result, once
+per session) and ``book``, which starts the run while the book builds and calls
+:func:`book_built` when the build ends, so that the notebooks execute after the build with
+the compilation cache it filled.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookcheck import ROOT
+
+RUNNER = """
+import sys, nbformat, nbclient, jaxguide
+assert "site-packages" in jaxguide.__file__, jaxguide.__file__
+path, out = sys.argv[1], sys.argv[2]
+nb = nbformat.read(path, as_version=4)
+try:
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": sys.argv[3]}}).execute()
+finally:
+    nbformat.write(nb, out)
+print("OK", path)
+"""
+
+
+def uv() -> str:
+    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+    assert Path(found).exists(), "uv not found: run make env"
+    return found
+
+
+@dataclass
+class WheelRun:
+    executed: Path  # the executed notebooks, one per chapter
+    failures: list[str]  # "<chapter>: <end of its output>" for each notebook that failed
+
+
+_WHEEL_RUN: dict[str, object] = {}
+# Set when the session's book build has ended; _BOOK_CACHE["folder"] is then its JAX
+# compilation cache (tools/jaxguide_fresh.py: one folder per chapter).
+_BOOK_BUILT = threading.Event()
+_BOOK_CACHE: dict[str, Path] = {}
+
+
+def start(tmp: Path, wait_for_book: bool = False) -> None:
+    """Start :func:`run_notebooks_from_a_wheel` in a thread in ``tmp``, once per session
+    (later calls do nothing). With ``wait_for_book``, its notebooks wait for
+    :func:`book_built`."""
+    if "future" not in _WHEEL_RUN:
+        import concurrent.futures
+
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        _WHEEL_RUN["future"] = pool.submit(run_notebooks_from_a_wheel, tmp, wait_for_book)
+        pool.shutdown(wait=False)
+
+
+def book_built(cache: Path) -> None:
+    """The session's book build has ended; ``cache`` is its JAX compilation cache."""
+    _BOOK_CACHE["folder"] = cache
+    _BOOK_BUILT.set()
+
+
+def result() -> WheelRun:
+    """The run :func:`start` began, once it has finished."""
+    return _WHEEL_RUN["future"].result()
+
+
+def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelRun:
+    """Build the wheel, make the environment, then run every notebook, two at a time.
+
+    With ``wait_for_book``, the notebooks start only when the session's book build has
+    ended, and each gets JAX's persistent compilation cache in the folder the build
+    filled for its chapter, as the build's own re-executions do: the same programs are
+    not compiled twice, and nothing else changes (a cached program is the program XLA
+    would compile). Notebooks whose code reads compilation itself (compile times,
+    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_fresh.py)
+    compile from scratch, as in the build. Executing after the build rather than beside
+    it also keeps four kernels off this 2-core machine's two cores."""
+    import jaxguide_fresh  # tools/ (on the path through tests/conftest.py)
+
+    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
+    run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
+    wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
+    constraints = tmp / "constraints.txt"
+    constraints.write_text(
+        run(
+            uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT
+        ).stdout
+    )
+    venv = tmp / "venv"
+    run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
+    python = venv / "bin" / "python"
+    run(
+        uv(),
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(python),
+        "-c",
+        str(constraints),
+        str(wheel),
+        "ipykernel",
+        "nbclient",
+    )
+    work = tmp / "work"  # no repository paths: only the notebooks
+    shutil.copytree(ROOT / "notebooks", work)
+    executed = tmp / "executed"
+    executed.mkdir()
+    (tmp / "runner.py").write_text(RUNNER)
+    logs = tmp / "logs"  # files, not pipes: a full pipe would stall a chatty kernel
+    logs.mkdir()
+    procs: dict[str, subprocess.Popen] = {}
+    handles = {}
+    # Longest first, two at a time (this machine has 2 cores): the last to start is short.
+    pending = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
+    failures = []
+    # Claims are strict here as in the build: one that fails on this run stops its notebook.
+    base_env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp),
+        "JAXGUIDE_STRICT_CLAIMS": "1",
+    }
+    cache = None
+    if wait_for_book:
+        _BOOK_BUILT.wait()
+        cache = _BOOK_CACHE.get("folder")
+
+    def env_for(nb: Path) -> dict[str, str]:
+        code = "\n".join(
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in json.loads(nb.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )
+        if cache is None or jaxguide_fresh.SHOWS_COMPILATION.search(code):
+            return base_env
+        return {**base_env, **jaxguide_fresh.compilation_cache_env(cache / nb.stem)}
+
+    while pending or procs:
+        while pending and len(procs) < 2:
+            nb = pending.pop(0)
+            handles[nb.stem] = (logs / f"{nb.stem}.log").open("w")
+            procs[nb.stem] = subprocess.Popen(
+                [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)],
+                cwd=work,
+                stdout=handles[nb.stem],
+                stderr=subprocess.STDOUT,
+                env=env_for(nb),
+            )
+        while True:  # wait for whichever finishes first
+            done = [name for name, p in procs.items() if p.poll() is not None]
+            if done:
+                break
+            time.sleep(0.2)
+        for name in done:
+            proc = procs.pop(name)
+            handles.pop(name).close()
+            out = (logs / f"{name}.log").read_text(errors="replace")
+            if proc.returncode != 0:
+                failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")
+    return WheelRun(executed, failures)
