@@ -59,7 +59,9 @@ def test_cpu_specific_outputs_and_predictions(book):
     sent = 2 * 7 / 8 * nbytes  # a ring all-reduce over 8 devices
     for key, name in (("ar_h100_us", "H100 SXM"), ("ar_v5e_us", "TPU v5e")):
         chip = hardware.chip(name)
-        assert g[key] == pytest.approx(sent / (chip.link_one_way * chip.links) * 1e6, abs=0.06)
+        assert float(g[key]) == pytest.approx(
+            sent / (chip.link_one_way * chip.links) * 1e6, abs=0.06
+        )
     assert g["h100_bf16"] == f"{hardware.chip('H100 SXM').flops('bf16') / 1e12:.0f} TFLOP/s"
     text = page_text(book, "accelerators")
     assert "GPU only" in text and "75%" in text
