@@ -1,0 +1,68 @@
+"""The accelerators chapter: each setting it shows taking effect (or not) did so in the
+build, and its numbers agree with independent computations."""
+
+from __future__ import annotations
+
+import pytest
+
+from bookcheck import ROOT, cell_output, glued, page_text
+from jaxguide import hardware
+
+pytestmark = pytest.mark.book
+
+
+def test_install_and_what_jax_runs_on(book):
+    g = glued(book, "accelerators")
+    assert {"cuda12", "cuda13", "tpu"} <= set(g["install_extras"].split(", "))
+    assert g["install_plugins"] == 0
+    assert g["which_backend"] == "cpu" and g["which_first"] == "CpuDevice(id=0)"
+    assert "jaxlib: " in cell_output(book, "accelerators", "jax.print_environment_info()")
+
+
+def test_settings_read_at_the_start(book):
+    g = glued(book, "accelerators")
+    # Too late: ignored silently, refused loudly, or accepted and without effect.
+    assert g["late_xla_flags"] == 1
+    assert g["late_num_cpu"] == "RuntimeError"
+    assert g["late_platforms"] == "cpu" and g["late_x64_env"] == "float32"
+    # In time: the same settings work.
+    assert g["early_devices"] == 4
+    assert g["export_seen"] is False
+    assert g["typo_exit"] != 0
+    out = cell_output(book, "accelerators", "typo = run_python(")
+    assert "Unknown flag in XLA_FLAGS" in out
+
+
+def test_memory(book):
+    g = glued(book, "accelerators")
+    assert g["cpu_memory_stats"] == "None"
+    assert g["live_made"] == f"{2048 * 2048 * 4 // 2**20} MiB"  # float32, by hand
+    assert g["live_after_delete"] == "0 B"
+
+
+def test_slurm_and_fallback(book):
+    g = glued(book, "accelerators")
+    assert g["slurm_visible"] == "0, 1"  # SLURM_LOCALID -> one GPU per task
+    out = cell_output(book, "accelerators", "for rank in range(2):")
+    assert out.count("devices: 4 local, 8 in all") == 2
+    assert g["fallback_backend"] == "cpu" and g["fallback_named"] == "RuntimeError"
+    out = cell_output(book, "accelerators", "pretend_gpu = ")
+    assert "CUDA-enabled jaxlib is not installed. Falling back to cpu." in out
+    assert "Unable to initialize backend 'cuda'" in out
+
+
+def test_cpu_specific_outputs_and_predictions(book):
+    g = glued(book, "accelerators")
+    assert g["cpu_ynn"] >= 1 and g["cpu_bf16_converts"] >= 1
+    nbytes = 2**18 * 4
+    assert g["ar_bytes"] == f"{nbytes // 2**20} MiB"
+    sent = 2 * 7 / 8 * nbytes  # a ring all-reduce over 8 devices
+    for key, name in (("ar_h100_us", "H100 SXM"), ("ar_v5e_us", "TPU v5e")):
+        chip = hardware.chip(name)
+        assert float(g[key]) == pytest.approx(
+            sent / (chip.link_one_way * chip.links) * 1e6, abs=0.06
+        )
+    assert g["h100_bf16"] == f"{hardware.chip('H100 SXM').flops('bf16') / 1e12:.0f} TFLOP/s"
+    text = page_text(book, "accelerators")
+    assert "GPU only" in text and "75%" in text
+    assert (ROOT / "bench" / "accelerator_check.py").is_file()
