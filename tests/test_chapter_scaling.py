@@ -9,6 +9,10 @@ import re
 import pytest
 
 from bookcheck import glued, images, page_text
+from jaxguide import hardware
+
+V5E = hardware.chip("TPU v5e")  # the book's one table of published figures
+LINK = V5E.link_one_way
 
 pytestmark = pytest.mark.book
 
@@ -164,6 +168,13 @@ def test_scaling(book):
 
     # Roofline: a prediction per strategy, and the glued winners are strategies.
     assert text.count("predicted µs per step on a TPU v5e per device") == 2
+    # The chip's figures come from jaxguide.hardware, glued, never typed in the prose.
+    assert (g["chip_flops"], g["chip_hbm"], g["chip_link"]) == (
+        f"{V5E.flops('bf16'):.3g}",
+        f"{V5E.hbm_bandwidth:.2g}",
+        f"{LINK:.2g}",
+    )
+    assert "compute" not in g["bounds_now"].values()
     assert g["win_now"] in ("single device", *STRATEGIES)
     assert g["win_now"] == "data parallel"
     assert int(g["grow"]) > 50
@@ -200,7 +211,7 @@ def test_scaling(book):
     assert steps["data parallel"] > steps["single device"]  # as the prose says
     # Data parallel at 100x by hand: one all-reduce of every gradient + the loss.
     m = re.search(r"data parallel ([\d.]+) ([\d.]+) ([\d.]+)", big)
-    assert float(m.group(3)) == pytest.approx(2 * 7 / 8 * (4 * n_big + 4) / 4.5e10 * 1e6, abs=0.06)
+    assert float(m.group(3)) == pytest.approx(2 * 7 / 8 * (4 * n_big + 4) / LINK * 1e6, abs=0.06)
     assert float(g["tp_vs_dp"]) == pytest.approx(
         steps["data parallel"] / steps["tensor parallel"], abs=0.06
     )
@@ -228,7 +239,7 @@ def test_scaling(book):
     assert memory["data parallel"] == (g["dp_temp_big"], g["dp_all_big"])
     assert memory["FSDP"] == (g["fsdp_temp"], g["fsdp_all_big"])
     # The roofline's communication time is the table's `sent` bytes over one
-    # link's one-way bandwidth (4.5e10 B/s), strategy by strategy.
+    # link's one-way bandwidth (LINK B/s, from jaxguide.hardware), strategy by strategy.
     now = text[text.index("this size: predicted") : text.index("100x: predicted")]
     for name in STRATEGIES:
         m = re.search(
@@ -238,11 +249,11 @@ def test_scaling(book):
         assert m, name
         comm_us = float(m.group(3))
         assert comm_us == pytest.approx(
-            _kib(rows[name][2]) * 1024 / 4.5e10 * 1e6, rel=0.01, abs=0.06
+            _kib(rows[name][2]) * 1024 / LINK * 1e6, rel=0.01, abs=0.06
         ), name
-    # The data-parallel line by hand: 2 x 7/8 x bytes / 4.5e10.
+    # The data-parallel line by hand: 2 x 7/8 x bytes / LINK.
     m = re.search(r"data parallel ([\d.]+) ([\d.]+) ([\d.]+)", now)
-    assert float(m.group(3)) == pytest.approx(2 * 7 / 8 * hand / 4.5e10 * 1e6, abs=0.06)
+    assert float(m.group(3)) == pytest.approx(2 * 7 / 8 * hand / LINK * 1e6, abs=0.06)
     # The memory term falls with sharding, but not by the device count.
     low, high = (float(x) for x in g["mem_div"].split(" to "))
     assert 1 < low <= high < 8
@@ -292,7 +303,7 @@ def test_scaling(book):
     assert int(g["comm_grow_tp"]) < int(g["comm_grow_fsdp"])
     assert 10 <= int(g["comm_grow_tp"]) < int(g["comm_grow_fsdp"]) / 2
     assert int(g["comm_grow_fsdp"]) > 50
-    assert g["tp_min_f"] == f"{4 * 1.97e14 / 4.5e10:,.0f}"
+    assert g["tp_min_f"] == f"{4 * V5E.flops('bf16') / LINK:,.0f}"
 
     # Checkpoint across meshes: every array equal, resumed losses agree.
     assert re.search(r"all \d+ arrays equal after the restore", text)
