@@ -17,9 +17,9 @@ def test_transforms(book):
     g = glued(book, "transforms")
     assert g["f_1_3"] == pytest.approx(3 * np.sin(1.0) + 2, rel=1e-6)
     assert g["df_dx_1"] == pytest.approx(3 * np.cos(1.0), rel=1e-6)
+    f = lambda x, y: np.sin(x) * y + 2.0  # noqa: E731  (the page's f, recomputed)
+    np.testing.assert_allclose(g["batched_f"], [f(0.0, 3.0), f(1.0, 3.0)], rtol=1e-6)
     text = page_text(book, "transforms")
-    assert f"3 cos(1) = {3 * np.cos(1.0):.6f}" in text
-    assert f"df_dx(1) = {3 * np.cos(1.0):.6f}" in text
     # Trace-time print ran once, debug.print on both calls.
     assert text.count("Python print runs while tracing, x = JitTracer") == 1
     assert text.count("jax.debug.print runs on every call") >= 2
@@ -61,20 +61,6 @@ def test_no_raw_reprs(book):
     assert "seed" not in text.lower()
 
 
-def test_cond_branches(book):
-    """A scalar cond runs one branch; under vmap both run, and the jaxpr has a select."""
-    out = cell_output(book, "transforms", "def relu_loud")
-    scalar, batched = out.split("jit of vmap, a predicate per element:")
-    assert scalar.count("branch ran") == 1 and "positive branch ran" in scalar
-    assert "negative branch ran" in batched and "positive branch ran" in batched
-    jaxprs = cell_output(book, "transforms", "jax.make_jaxpr(jax.vmap(relu_cond))")
-    # Two top-level jaxprs, each starting at the beginning of a line.
-    scalar_jaxpr, batched_jaxpr = re.split(r"^\{ lambda", jaxprs, flags=re.M)[1:]
-    assert "cond[" in scalar_jaxpr and "branches=(" in scalar_jaxpr
-    assert "select_n" not in scalar_jaxpr
-    assert "cond[" not in batched_jaxpr and "select_n" in batched_jaxpr
-
-
 def test_model_in_the_open_and_counts(book):
     g = glued(book, "transforms")
     text = page_text(book, "transforms")
@@ -86,13 +72,16 @@ def test_model_in_the_open_and_counts(book):
     assert "jax.grad(mse_loss)" in code
     assert f"{g['step_n_ops']} operations:" in text
     assert g["step_n_ops"] > 5
-    m = re.search(r"loss after step 1: ([\d.]+), after step 100: ([\d.]+)", text)
-    assert m and float(m.group(2)) < 0.1 * float(m.group(1))
+    first, last = g["fit_losses"]
+    assert last < 0.1 * first
+    assert g["package_linear_same"] is True and g["loop_equals_vmap"] is True
+    assert g["predict_batch_shape"] == (6,)
+    assert g["in_axes_out"] == ((4, 3), (3, 4))
     assert f"one example: {g['n_single']} operations" in text
     assert f"vmap over 1000: {g['n_batch']} operations, each on" in text
-    assert "gradient of 'w': shape (8, 5)" in text  # per example
-    out = cell_output(book, "transforms", "def init_params")
-    assert "gradient of 'w': shape (5,)" in out and "gradient of 'b': shape ()" in out
+    assert g["per_example_shape"] == (8, 5)  # per example
+    assert max(g["per_example_gaps"].values()) < 1e-5
+    assert g["grad_shapes"] == {"w": (5,), "b": ()}
 
 
 def test_verdicts(book):
@@ -157,11 +146,11 @@ def test_cross_references(book):
     hrefs = [a.get("href", "") for a in soup.select("a")]
     for chapter in ("pytrees", "control_flow", "debugging"):
         assert any(h.startswith(f"{chapter}.html") for h in hrefs), chapter
-    text = page_text(book, "transforms")
-    assert "batched_f(x, 3) = [2.000000 4.524413]" in text
 
 
 def test_retrace_exercise(book):
     """Weak and strong float32 scalars are different cache keys: four traces."""
-    out = cell_output(book, "transforms", "g_types = []")
-    assert "4 traces: ~float32[], float32[], float32[2], ~int32[]" in out
+    g = glued(book, "transforms")
+    assert g["retrace_types"] == ["~float32[]", "float32[]", "float32[2]", "~int32[]"]
+    assert g["normalize_traces"] == ["l1", "l2"]
+    assert g["pairwise"] == (4, 6)
