@@ -263,3 +263,10 @@ def test_unsafe_cast(book):
     numpy_cast, jax_cast = g["uint8_casts"]
     assert numpy_cast == np.arange(254.0, 258.0).astype(np.uint8).tolist()
     assert jax_cast[:2] == [254, 255] and jax_cast != numpy_cast  # clamped on this CPU
+
+
+def test_timed_functions_agree(book):
+    """The three timed workloads compute the same result in NumPy and JAX."""
+    g = glued(book, "numpy")
+    assert g["horner_agrees"] is True and g["chain_agrees"] is True
+    assert g["gram_agrees"] is True
