@@ -1,4 +1,4 @@
-"""The pytrees chapter: the numbers it shows agree with independent computations, and
+"""The pytrees chapter: the values it glued agree with independent computations, and
 the demonstrations its prose describes really happened."""
 
 from __future__ import annotations
@@ -10,62 +10,82 @@ from bookcheck import glued, page_text
 pytestmark = pytest.mark.book
 
 
-def test_pytrees_numbers(book):
-    g = glued(book, "pytrees")
+@pytest.fixture(scope="module")
+def g(book):
+    return glued(book, "pytrees")
+
+
+def test_pytrees_numbers(g):
     # {"layers": [{w, b}, {w, b=None}], "scale": (2.0, array)}: None is no leaf.
-    assert g["n_leaves"] == g["n_structure_leaves"] == 2 + 1 + 2
+    assert g["n_leaves"] == 2 + 1 + 2
+    assert g["structure"] == (
+        "PyTreeDef({'layers': [{'b': *, 'w': *}, {'b': None, 'w': *}], 'scale': (*, *)})"
+    )
+    assert g["round_trip"] is True
     # tree.reduce over ones_like: one per entry (6 + 3 + 3 + 1 + 1).
     assert g["sq_norm"] == "14"
-    assert g["bad_leaf"] == "[1]['w']"
     widths = (2, 16, 16, 3)
     assert g["mlp_params"] == sum(a * b + b for a, b in zip(widths, widths[1:]))
+    assert g["package_mlp_same"] is True
     assert 0 <= g["optax_gap_value"] < 1e-6
     gap = g["optax_gap"]
     assert gap == "0 (bit for bit equal)" if g["optax_gap_value"] == 0 else float(gap) < 1e-6
+    before, after = g["momentum_losses"]
+    assert after < before
 
 
-def test_pytrees_demonstrations(book):
+def test_pytrees_leaves_and_keys(g):
+    # Sorted dict keys, insertion-ordered OrderedDict.
+    assert g["key_orders"] == {"dict": [2, 1], "OrderedDict": [1, 2]}
+    # is_leaf stops at shape tuples.
+    assert g["shape_leaves"] == ([3, 2, 3, 3, 1], [(3,), (2, 3), (3, 1), (), ()])
+    # None is an empty node unless is_leaf says otherwise.
+    assert g["none_maps"] == ({"b": None, "w": "leaf"}, {"b": "leaf", "w": "leaf"})
+    # Key paths name the NaN leaf, in both spellings; the key objects behind a path.
+    assert g["finite_by_path"] == {
+        "[0]['b']": True,
+        "[0]['w']": True,
+        "[1]['b']": True,
+        "[1]['w']": False,
+    }
+    assert g["bad_leaf"] == "[1]['w']" and g["bad_path_simple"] == "1/w"
+    assert g["path_keys"] == ("(SequenceKey(idx=1), DictKey(key='w'))", 1, "w")
+
+
+def test_pytrees_custom_nodes(book, g):
     text = page_text(book, "pytrees")
-    # Structure, with None as an empty node.
-    assert "PyTreeDef({'layers': [{'b': *, 'w': *}, {'b': None, 'w': *}], 'scale': (*, *)})" in text
-    # The mismatched-structure error, read in the prose.
-    assert "ValueError" in text and "('bias', 'w')" in text and "tree_map tree" in text
-    # Key paths name the NaN leaf, in both spellings.
-    assert "[1]['w'] (3, 1) finite: False" in text and "1/w" in text
     # An unregistered class is a leaf, and grad refuses it.
-    assert "leaves of [Point(1., 2.)]: [Point(x=1.0, y=2.0)]" in text
-    assert "leaves of [PointTuple(1., 2.)]: [1.0, 2.0]" in text
+    assert g["point_leaves"] == ("[Point(x=1.0, y=2.0)]", [1.0, 2.0])
     assert "TypeError" in text and "is not a valid JAX type" in text
     # register_dataclass: the static field lives in the structure.
-    assert "PyTreeDef(CustomNode(Dense[('relu',)], [*, *]))" in text
-    assert "PyTreeDef(CustomNode(Polar[0.25], [*]))" in text
-    assert "gradient: Dense, Dense(w=(2, 3), b=(3,), activation='relu')" in text
-    # is_leaf stops at shape tuples; jit retraces when a static field changes.
-    assert "leaves of the shapes tree: [3, 2, 3, 3, 1]" in text and "round trip: True" in text
-    assert "3 calls, traced for: ['relu', 'tanh']" in text
-    # None is an empty node unless is_leaf says otherwise.
-    assert "{'b': None, 'w': 'leaf'}" in text and "{'b': 'leaf', 'w': 'leaf'}" in text
-    # Pytree in_axes for vmap.
-    assert "(6, 3) (5, 6, 3) (5, 6, 3)" in text
-    # tree.map over five trees stacks them.
-    assert "stacked: Dense(w=(5, 2, 3), b=(5, 3), activation='relu')" in text
-    # Sorted dict keys, insertion-ordered OrderedDict, and mixed keys refused.
-    assert "dict: [2, 1]" in text and "OrderedDict: [1, 2]" in text
-    assert "Comparator raised exception while sorting pytree dictionary keys" in text
-    # Key objects behind a path; unnamed children of register_pytree_node.
-    assert "(SequenceKey(idx=1), DictKey(key='w'))" in text
-    assert "list index: 1, dict key: 'w'" in text
-    assert "['[<flat index 0>]']" in text
-    # Arrays in auxiliary data; unflatten that validates its children.
-    assert "first call: [1. 1.]" in text
+    assert g["dense_structure"] == "PyTreeDef(CustomNode(Dense[('relu',)], [*, *]))"
+    assert g["polar"] == ("PyTreeDef(CustomNode(Polar[0.25], [*]))", ["[<flat index 0>]"])
+    assert g["keyed_paths"] == [".r"]
+    assert g["dense_grads"] == "Dense(w=(2, 3), b=(3,), activation='relu')"
+    assert g["traced_for"] == ["relu", "tanh"]
+    # Arrays in auxiliary data (the error cell); unflatten that validates its children.
     assert "Exception raised while checking equality of metadata fields" in text
-    assert "CheckedUnit jit TracerBoolConversionError" in text
-    assert "CheckedUnit tree.map(jnp.shape) TypeError" in text
-    assert "Unit jit [1.2 1.6]" in text and "Unit tree.map(jnp.shape) (2,)" in text
+    assert g["rebuilds"] == {
+        "CheckedUnit jit": "TracerBoolConversionError",
+        "CheckedUnit tree.map(jnp.shape)": "TypeError",
+        "Unit jit": "[1.2 1.6]",
+        "Unit tree.map(jnp.shape)": "(2,)",
+    }
+
+
+def test_pytrees_transformations(book, g):
+    text = page_text(book, "pytrees")
+    # The mismatched-structure error, read in the prose.
+    assert "ValueError" in text and "('bias', 'w')" in text and "tree_map tree" in text
+    assert "Comparator raised exception while sorting pytree dictionary keys" in text
+    # Pytree in_axes for vmap; tree.map over five trees stacks them.
+    assert g["in_axes_shapes"] == ((5, 2, 3), (6, 3), (5, 6, 3), (5, 6, 3))
     # in_axes: a tuple per argument, and static fields must match.
     assert "vmap in_axes must be an int, None, or a tuple of entries" in text
     assert "different pytree metadata" in text and "('tanh',)" in text
-    assert "Dense(w=0, b=0, activation='tanh')" in text and "(5, 6, 3)" in text
-    assert "global norm after clipping: 0.1000" in text
+    assert g["tanh_spec"] == ("Dense(w=0, b=0, activation='tanh')", (5, 6, 3))
+    assert float(g["clipped_norm"]) == pytest.approx(0.1, abs=1e-4)
     # The tree.map optimizer works on another model's tree unchanged.
-    assert "the same update on the Dense layer: Dense(w=(2, 3), b=(3,), activation='relu')" in text
+    assert g["dense_update"] == "Dense(w=(2, 3), b=(3,), activation='relu')"
+    assert g["dense_weight_counts"] == {"[0].w": 32, "[1].w": 48}
+    assert g["weight_counts"] == {"[0]['w']": 32, "[1]['w']": 256, "[2]['w']": 48}

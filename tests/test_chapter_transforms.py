@@ -17,14 +17,14 @@ def test_transforms(book):
     g = glued(book, "transforms")
     assert g["f_1_3"] == pytest.approx(3 * np.sin(1.0) + 2, rel=1e-6)
     assert g["df_dx_1"] == pytest.approx(3 * np.cos(1.0), rel=1e-6)
+    f = lambda x, y: np.sin(x) * y + 2.0  # noqa: E731  (the page's f, recomputed)
+    np.testing.assert_allclose(g["batched_f"], [f(0.0, 3.0), f(1.0, 3.0)], rtol=1e-6)
     text = page_text(book, "transforms")
-    assert f"3 cos(1) = {3 * np.cos(1.0):.6f}" in text
-    assert f"df_dx(1) = {3 * np.cos(1.0):.6f}" in text
     # Trace-time print ran once, debug.print on both calls.
     assert text.count("Python print runs while tracing, x = JitTracer") == 1
     assert text.count("jax.debug.print runs on every call") >= 2
     assert "results: 2.0, 4.0" in text
-    assert "traced 2 times, for shapes [(3,), (4,)]" in text
+    assert g["traces"] == [(3,), (4,)]
     # The jaxprs the prose reads line by line.
     assert "jit[ name=f" in text and "f32[4,3] = sin" in text
     assert "TracerBoolConversionError" in text and "ConcretizationTypeError" in text
@@ -36,18 +36,20 @@ def test_transforms(book):
 
 def test_what_each_transformation_refuses(book):
     """grad alone follows a Python if; jit(grad) and vmap refuse it."""
-    out = cell_output(book, "transforms", "jax.grad(relu_py)(3.0)")
-    assert "grad(relu_py)(3.0)  = 1.0" in out and "grad(relu_py)(-2.0) = 0.0" in out
-    assert "jit(grad(relu_py)): TracerBoolConversionError" in out
-    assert "vmap(relu_py): TracerBoolConversionError" in out
+    g = glued(book, "transforms")
+    assert g["relu_py_grad"] == {
+        "grad": (1.0, 0.0),
+        "refused": {
+            "jit(grad(relu_py))": "TracerBoolConversionError",
+            "vmap(relu_py)": "TracerBoolConversionError",
+        },
+    }
     out = cell_output(book, "transforms", "jax.jit(lambda x: x[x > 0].sum())")
     assert "NonConcreteBooleanIndexError" in out
-    out = cell_output(book, "transforms", "sum_positive = jax.jit(")
-    assert out.split() == ["jit,", "jnp.where:", "5.0", "eager,", "a", "mask:", "5.0"]
+    assert g["sum_positive"] == (5.0, 5.0)
     out = cell_output(book, "transforms", "kept.append(y)")
     assert "UnexpectedTracerError" in out
-    out = cell_output(book, "transforms", "@jax.jit(static_argnames=")
-    assert out.split() == ["[0.", "1.", "4.", "9.]"] * 2
+    assert g["decorator_forms"] == ([0.0, 1.0, 4.0, 9.0], [0.0, 1.0, 4.0, 9.0])
     out = cell_output(book, "transforms", "largest difference to {label")
     diffs = [float(x) for x in re.findall(r"largest difference to .*: +(\S+)", out)]
     assert len(diffs) == 2 and max(diffs) < 1e-5
@@ -61,20 +63,6 @@ def test_no_raw_reprs(book):
     assert "seed" not in text.lower()
 
 
-def test_cond_branches(book):
-    """A scalar cond runs one branch; under vmap both run, and the jaxpr has a select."""
-    out = cell_output(book, "transforms", "def relu_loud")
-    scalar, batched = out.split("jit of vmap, a predicate per element:")
-    assert scalar.count("branch ran") == 1 and "positive branch ran" in scalar
-    assert "negative branch ran" in batched and "positive branch ran" in batched
-    jaxprs = cell_output(book, "transforms", "jax.make_jaxpr(jax.vmap(relu_cond))")
-    # Two top-level jaxprs, each starting at the beginning of a line.
-    scalar_jaxpr, batched_jaxpr = re.split(r"^\{ lambda", jaxprs, flags=re.M)[1:]
-    assert "cond[" in scalar_jaxpr and "branches=(" in scalar_jaxpr
-    assert "select_n" not in scalar_jaxpr
-    assert "cond[" not in batched_jaxpr and "select_n" in batched_jaxpr
-
-
 def test_model_in_the_open_and_counts(book):
     g = glued(book, "transforms")
     text = page_text(book, "transforms")
@@ -86,13 +74,16 @@ def test_model_in_the_open_and_counts(book):
     assert "jax.grad(mse_loss)" in code
     assert f"{g['step_n_ops']} operations:" in text
     assert g["step_n_ops"] > 5
-    m = re.search(r"loss after step 1: ([\d.]+), after step 100: ([\d.]+)", text)
-    assert m and float(m.group(2)) < 0.1 * float(m.group(1))
+    first, last = g["fit_losses"]
+    assert last < 0.1 * first
+    assert g["package_linear_same"] is True and g["loop_equals_vmap"] is True
+    assert g["predict_batch_shape"] == (6,)
+    assert g["in_axes_out"] == ((4, 3), (3, 4))
     assert f"one example: {g['n_single']} operations" in text
     assert f"vmap over 1000: {g['n_batch']} operations, each on" in text
-    assert "gradient of 'w': shape (8, 5)" in text  # per example
-    out = cell_output(book, "transforms", "def init_params")
-    assert "gradient of 'w': shape (5,)" in out and "gradient of 'b': shape ()" in out
+    assert g["per_example_shape"] == (8, 5)  # per example
+    assert max(g["per_example_gaps"].values()) < 1e-5
+    assert g["grad_shapes"] == {"w": (5,), "b": ()}
 
 
 def test_verdicts(book):
@@ -111,12 +102,9 @@ def test_figure_has_alt_text(book):
 
 
 def test_trace_time_globals_and_cache(book):
-    out = cell_output(book, "transforms", "def add_offset")
-    assert "offset = 1:   add_offset(1.0) = 2.0" in out
-    assert "offset = 100: add_offset(1.0) = 2.0  (cached)" in out
-    assert "new shape -> [101. 101.]" in out
-    assert re.search(r"new lambda, 3 calls: +3 traces", out)
-    assert re.search(r"same function, 3 calls: +1 trace", out)
+    g = glued(book, "transforms")
+    assert g["stale_global"] == (2.0, 2.0, [101.0, 101.0])  # 1 + offset, old then new
+    assert g["lambda_traces"] == (3, 1)
 
 
 def test_first_call_ratio_glued(book):
@@ -141,13 +129,9 @@ def test_first_call_stages(book):
 
 def test_python_runs_eager_vs_jit(book):
     """Eager code runs its Python on every call; jitted code once, while tracing."""
-    out = cell_output(book, "transforms", "step_eager = counting(")
-    eager = int(re.search(r"eager step: Python body ran (\d+) times", out).group(1))
-    assert eager > 1 and "jit step: Python body ran 1 time\n" in out
-    assert glued(book, "transforms")["step_eager_runs"] == eager
-    out = cell_output(book, "transforms", "eager_vmap = jax.vmap(")
-    assert "3 calls of vmap: predict_single ran 3 times" in out
-    assert "3 calls of jit(vmap): predict_single ran 1 time\n" in out
+    g = glued(book, "transforms")
+    assert g["jit_step_runs"] == 1 and g["step_eager_runs"] > 1
+    assert g["vmap_runs"] == (3, 1)
 
 
 def test_cross_references(book):
@@ -157,11 +141,11 @@ def test_cross_references(book):
     hrefs = [a.get("href", "") for a in soup.select("a")]
     for chapter in ("pytrees", "control_flow", "debugging"):
         assert any(h.startswith(f"{chapter}.html") for h in hrefs), chapter
-    text = page_text(book, "transforms")
-    assert "batched_f(x, 3) = [2.000000 4.524413]" in text
 
 
 def test_retrace_exercise(book):
     """Weak and strong float32 scalars are different cache keys: four traces."""
-    out = cell_output(book, "transforms", "g_types = []")
-    assert "4 traces: ~float32[], float32[], float32[2], ~int32[]" in out
+    g = glued(book, "transforms")
+    assert g["retrace_types"] == ["~float32[]", "float32[]", "float32[2]", "~int32[]"]
+    assert g["normalize_traces"] == ["l1", "l2"]
+    assert g["pairwise"] == (4, 6)
