@@ -61,7 +61,7 @@ NEWEST = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "ipykernel", "nb
 SHOWN = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "jaxguide")
 #: The environment every command inside the root gets, and nothing else from the host.
 INSIDE_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME": "/root",  # pip's cache stays in the root between runs
     "LANG": "C.UTF-8",
     "PIP_CERT": "/etc/ssl/certs/ca-certificates.crt",  # Debian's store, with the host's CAs
