@@ -157,3 +157,18 @@ def test_warnings_are_collected_once_each():
     assert check_jax_newest.warnings_printed(executed_notebook()) == [
         "DeprecationWarning: jax.foo is deprecated"
     ]
+
+
+def test_chapters_run_at_most_parallel_at_a_time_and_report_their_status(tmp_path):
+    # check_jax_floor.execute, which both checks use to run the notebooks.
+    stamp = "import sys, time; print(sys.argv[1], time.time()); time.sleep(0.3)"
+    commands = {
+        name: [sys.executable, "-c", stamp + ("; sys.exit(3)" if name == "b" else ""), name]
+        for name in "abc"
+    }
+    runs = list(check_jax_newest.check_jax_floor.execute(commands, tmp_path, 2))
+    assert sorted((name, code) for name, code, _, _ in runs) == [("a", 0), ("b", 3), ("c", 0)]
+    assert all(out.startswith(name + " ") for name, _, _, out in runs)
+    assert runs[-1][0] == "c"  # started only once a or b had finished
+    started = {n: float(out.split()[1]) for n, _, _, out in runs}
+    assert started["c"] >= min(started["a"], started["b"]) + 0.3

@@ -14,7 +14,7 @@ this project's machine has Python 3.11, so the check runs in a Debian trixie roo
    ``debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,
    ca-certificates trixie ROOT MIRROR``, the mirror being the host's Debian mirror from
    its apt sources (``--mirror`` to choose another). It is kept for later runs.
-2. The host's ``/etc/resolv.conf`` and its local certificate authorities
+2. The host's ``/etc/resolv.conf``, ``/etc/hosts`` and local certificate authorities
    (``/usr/local/share/ca-certificates``, for a TLS-inspecting proxy) are copied in.
 3. In a fresh virtual environment inside the root it installs the jaxguide wheel built
    from this checkout with the newest jax, jaxlib, flax, optax and orbax-checkpoint
@@ -216,11 +216,14 @@ def make_root(root: Path, mirror: str) -> None:
 
 
 def prepare_root(root: Path) -> None:
-    """Copy the host's name server and local certificate authorities into the root."""
-    if Path("/etc/resolv.conf").is_file():
-        target = root / "etc" / "resolv.conf"
-        target.unlink(missing_ok=True)  # it may be a dangling link
-        target.write_text(Path("/etc/resolv.conf").read_text())
+    """Copy the host's name resolution (its name server, and /etc/hosts, which names the
+    host: gloo, behind the multiprocess chapter, looks the host name up) and its local
+    certificate authorities into the root."""
+    for name in ("resolv.conf", "hosts"):
+        if (Path("/etc") / name).is_file():
+            target = root / "etc" / name
+            target.unlink(missing_ok=True)  # it may be a dangling link
+            target.write_text((Path("/etc") / name).read_text())
     local = Path("/usr/local/share/ca-certificates")
     cas = sorted(local.rglob("*.crt")) if local.is_dir() else []
     if cas:
