@@ -30,7 +30,9 @@ import tempfile
 import textwrap
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -73,10 +75,15 @@ def run(*args: str, **kwargs) -> str:
     return done.stdout
 
 
+def build_wheel(out: Path) -> Path:
+    """Build jaxguide's wheel from this checkout into ``out``; return its path."""
+    run(uv(), "build", "--quiet", "--wheel", "--out-dir", str(out), cwd=ROOT)
+    return next(out.glob("jaxguide-*.whl"))
+
+
 def environment(tmp: Path, version: str) -> Path:
     """A venv with the jaxguide wheel, jax/jaxlib == version, the rest as locked."""
-    run(uv(), "build", "--quiet", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
-    wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
+    wheel = build_wheel(tmp / "dist")
     locked = run(
         uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT
     )
@@ -115,6 +122,30 @@ def error_line(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     named = [line for line in lines if re.search(r"\b\w*(Error|Exception)\b", line)]
     return textwrap.shorten((named or lines or ["(no output)"])[-1], 160)
+
+
+def execute(
+    commands: dict[str, list[str]], logs: Path, parallel: int, **popen: Any
+) -> Iterator[tuple[str, int, float, str]]:
+    """Run each chapter's command, ``parallel`` at a time, with its output in
+    ``logs/<chapter>.log``; yield (chapter, exit status, seconds, output) as each ends."""
+    pending, running = list(commands), {}
+    while pending or running:
+        while pending and len(running) < parallel:
+            name = pending.pop(0)
+            log = open(logs / f"{name}.log", "w")  # a file: a pipe could fill and block
+            proc = subprocess.Popen(
+                commands[name], stdout=log, stderr=subprocess.STDOUT, text=True, **popen
+            )
+            running[name] = (proc, time.perf_counter(), log)
+        time.sleep(0.5)
+        for name, (proc, began, log) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            log.close()
+            del running[name]
+            out = (logs / f"{name}.log").read_text(errors="replace")
+            yield name, proc.returncode, time.perf_counter() - began, out
 
 
 def main(argv: list[str]) -> int:
@@ -157,38 +188,17 @@ def main(argv: list[str]) -> int:
             (work / f"{name}.ipynb").write_text(make_notebooks.notebook(name))
         (tmp / "runner.py").write_text(RUNNER)
 
-        pending, running, results = list(chapters), {}, {}
-        while pending or running:
-            while pending and len(running) < args.parallel:
-                name = pending.pop(0)
-                log = open(tmp / f"{name}.log", "w")  # a file: a pipe could fill and block
-                proc = subprocess.Popen(
-                    [
-                        str(python),
-                        str(tmp / "runner.py"),
-                        str(work / f"{name}.ipynb"),
-                        str(work),
-                        version,
-                    ],
-                    cwd=work,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    env={"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp)},
-                )
-                running[name] = (proc, time.perf_counter(), log)
-            time.sleep(0.5)
-            for name, (proc, began, log) in list(running.items()):
-                if proc.poll() is None:
-                    continue
-                log.close()
-                out = (tmp / f"{name}.log").read_text(errors="replace")
-                seconds = time.perf_counter() - began
-                ok = proc.returncode == 0
-                results[name] = ok
-                verdict = "pass" if ok else f"FAIL  {error_line(out)}"
-                print(f"  {name:<14} {seconds:6.0f} s  {verdict}", flush=True)
-                del running[name]
+        python_args = [str(python), str(tmp / "runner.py")]
+        commands = {
+            name: [*python_args, str(work / f"{name}.ipynb"), str(work), version]
+            for name in chapters
+        }
+        env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp)}
+        results = {}
+        for name, code, seconds, out in execute(commands, tmp, args.parallel, cwd=work, env=env):
+            results[name] = code == 0
+            verdict = "pass" if code == 0 else f"FAIL  {error_line(out)}"
+            print(f"  {name:<14} {seconds:6.0f} s  {verdict}", flush=True)
 
         failed = [c for c in chapters if not results[c]]
         print(
