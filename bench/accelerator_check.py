@@ -136,8 +136,11 @@ def run_chapter(name: str, root: Path, timeout: float) -> ChapterResult:
     import nbclient
     import nbformat
 
-    make_notebooks.ROOT = root  # read the chapter, its labels and _config.yml from root
-    nb = nbformat.reads(make_notebooks.notebook(name), as_version=4)
+    saved, make_notebooks.ROOT = make_notebooks.ROOT, root  # read the chapter from root
+    try:
+        nb = nbformat.reads(make_notebooks.notebook(name), as_version=4)
+    finally:
+        make_notebooks.ROOT = saved
     start = time.perf_counter()
     result = ChapterResult(name, 0.0)
     try:
