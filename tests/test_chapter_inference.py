@@ -1,19 +1,25 @@
-"""The inference chapter: the equalities it states held, the byte counts agree with the
-KV-cache formula computed here, and the glued numbers agree with independent
-computations."""
+"""The inference chapter: the values its claims glued, checked against counts made here
+independently of the chapter's code (KV-cache bytes, parameter counts, the decode step's
+FLOPs and bytes by hand, the roofline), and the errors and timing verdicts it prints."""
 
 from __future__ import annotations
 
-import ast
 import re
 
 import pytest
 
-from bookcheck import VERDICT, cell_output, glued, images, page_text
+from bookcheck import VERDICT, glued, images, page_text
 
 pytestmark = pytest.mark.book
 
 CHAPTER = "inference"
+
+# The big model of the page: Llama 3 8B's shapes with a two-matrix MLP.
+VOCAB, D, HEADS, KV, HD, MLP, MAX_LEN = 128_256, 4096, 32, 8, 128, 14_336, 4096
+# jaxguide.hardware's published figures, typed here independently (dense bf16, HBM).
+V5E = (1.97e14, 8.1e11)
+H100 = (9.89e14, 3.35e12)
+H100_INT8 = 1.979e15
 
 
 def kv_bytes(layers, tokens, kv_heads, head_dim, nbytes, batch=1):
@@ -24,109 +30,149 @@ def mib(n):
     return f"{n / 2**20:.0f} MiB" if n < 2**30 else f"{n / 2**30:.3g} GiB"
 
 
+def number(value):
+    """A glued number: '1,234' reads back as the tuple (1, 234)."""
+    if isinstance(value, tuple):
+        return float(str(value[0]) + "".join(f"{x:03d}" for x in value[1:]))
+    if isinstance(value, str):
+        return float(value.replace(",", "").rstrip("%")) / (100 if "%" in value else 1)
+    return float(value)
+
+
+def sizes(layers):
+    kernels = layers * (2 * D * D + 2 * D * KV * HD + 2 * D * MLP) + D * VOCAB
+    norms = (2 * layers + 1) * D
+    tables = VOCAB * D + MAX_LEN * D
+    return kernels, norms, tables
+
+
+def count(layers, batch, cached, weight_bytes=2, value_bytes=2):
+    """FLOPs and bytes of one decode step, by hand (as the page's prose describes)."""
+    kernels, norms, _ = sizes(layers)
+    flops = batch * (2 * kernels + 4 * layers * HEADS * HD * cached)
+    moved = (
+        weight_bytes * (kernels + norms)
+        + batch * 2 * D * value_bytes
+        + kv_bytes(layers, cached, KV, HD, value_bytes, batch)
+        + batch * value_bytes * (VOCAB + 2 * layers * KV * HD)
+    )
+    return flops, moved
+
+
+def critical(cached, peak, hbm, weight_bytes=2):
+    f, one = count(32, 1, cached, weight_bytes)
+    s = count(32, 2, cached, weight_bytes)[1] - one
+    w, r = one - s, peak / hbm
+    return r * w / (f - r * s) if f > r * s else float("inf")
+
+
 def test_training_and_generation(book):
-    text = page_text(book, CHAPTER)
     g = glued(book, CHAPTER)
-    assert float(g["loss_last"]) < 0.6 * float(g["loss_first"])
-    assert "6 tokens, 6 compilations" in text and g["naive_traces"] == 6
-    assert "24 tokens, 1 compilation" in text
-    assert "compilations: {'prefill': 1, 'decode': 1}" in text
+    assert number(g["loss_last"]) < 0.6 * number(g["loss_first"])
+    assert g["naive_traces"] == 6 and g["padded_traces"] == 1
+    assert g["padded_same"] is True
     # The model learned the Zen: greedy decoding continues a real line of it.
-    assert "'Although practicality beats purit" in text
+    assert g["padded_text"].startswith("Although practicality beats purit")
 
 
 def test_cache_equals_recomputation(book):
-    out = cell_output(book, CHAPTER, "diff = np.abs(recomputed - cached_logits[0]).max()")
-    assert "same tokens: True" in out
-    diff = float(re.search(r"over 24 steps: (\S+)", out).group(1))
-    assert diff < 1e-4
-    assert float(glued(book, CHAPTER)["cache_diff"]) == diff
+    g = glued(book, CHAPTER)
+    assert g["cache_same_tokens"] is True
+    assert 0 <= number(g["cache_diff"]) < 1e-4
+    assert g["cache_traces"] == {"prefill": 1, "decode": 1}
+    # Flax's decode=True cache, token by token, equals one causal call.
+    assert number(g["flax_diff"]) < 1e-5
 
 
 def test_donation_aliases_the_whole_cache(book):
-    out = cell_output(book, CHAPTER, "donated = analyze(decode, *args)")
+    g = glued(book, CHAPTER)
     # 2 layers x (keys, values) x (1, 128, 4, 8) float32 = 64 KiB
-    assert kv_bytes(2, 128, 4, 8, 4) == 64 * 1024
-    assert "cache: 64 KiB; aliased with donation: 64 KiB, without: 0 B" in out, out
+    assert g["cache_tiny_bytes"] == kv_bytes(2, 128, 4, 8, 4) == 64 * 1024
+    assert g["alias_donated"] == g["cache_tiny_bytes"] and g["alias_kept"] == 0
 
 
 def test_sampling(book):
-    out = cell_output(book, CHAPTER, "styles = {")
-    rows = {}
-    name = None
-    for line in out.splitlines():
-        if line.endswith(":") and not line.startswith(" "):
-            name = line[:-1]
-            rows[name] = []
-        elif line.startswith("    ") and name:
-            rows[name].append(line.strip())
-    assert list(rows) == ["greedy", "T = 1.0", "T = 1.5", "T = 1.5, top-5"]
-    assert len(set(rows["greedy"])) == 1 and len(set(rows["T = 1.5"])) >= 2
-    assert "same key, same text: True" in out
-    assert "decode compilations for all of this: 1" in out
-    top = cell_output(book, CHAPTER, "top5 = set(")
-    drawn = re.search(r"distinct tokens drawn: (\[.*\])", top).group(1)
-    largest = re.search(r"the 5 largest logits: +(\[.*\])", top).group(1)
-    assert set(ast.literal_eval(drawn)) <= set(ast.literal_eval(largest))
-    # Without replacement: five distinct tokens from one categorical draw.
-    wo = cell_output(book, CHAPTER, "distinct = jax.random.categorical(")
-    tokens = ast.literal_eval(re.search(r"without replacement: (\[.*\])", wo).group(1))
-    assert len(tokens) == len(set(tokens)) == 5
+    g = glued(book, CHAPTER)
+    assert g["same_key_same_text"] is True
+    assert g["sampling_traces"] == 1
+    rows = g["distinct_rows"]
+    assert list(rows) == ["greedy", "T = 1.0", "T = 1.5", "T = 1.5, top-5", "T = 1.5, top-p 0.9"]
+    assert rows["greedy"] == 1 and rows["T = 1.5"] >= 2
+    assert set(g["top5_drawn"]) <= set(g["top5"]) and len(g["top5"]) == 5
+    drawn = g["without_replacement"]
+    assert len(drawn) == len(set(drawn)) == 5
 
 
 def test_cache_size_against_formula(book):
-    out = cell_output(book, CHAPTER, "cache_size = {}")
+    g = glued(book, CHAPTER)
     gqa = kv_bytes(2, 4096, 8, 128, 2, batch=8)
     mha = kv_bytes(2, 4096, 32, 128, 2, batch=8)
-    assert re.search(rf"GQA +8 +{mib(gqa)} +{mib(gqa)}", out), out
-    assert re.search(rf"MHA +32 +{mib(mha)} +{mib(mha)}", out), out
-    g = glued(book, CHAPTER)
+    assert g["cache_sizes"] == {"GQA": (gqa, gqa), "MHA": (mha, mha)}
     assert g["mha_ratio"] == 4
+    assert g["gqa_2l"] == mib(gqa) and g["mha_2l"] == mib(mha)
     assert g["gqa_seq"] == mib(kv_bytes(32, 4096, 8, 128, 2))  # 512 MiB
     assert g["mha_seq"] == mib(kv_bytes(32, 4096, 32, 128, 2))  # 2 GiB
 
 
-def test_intensity_and_critical_batch(book):
+def test_intensity_and_the_compiled_check(book):
     g = glued(book, CHAPTER)
-    assert float(g["i_decode"]) < 1 and float(g["i_prefill"]) > 100
-    assert g["ratio_v5e"] == f"{1.97e14 / 8.1e11:.0f}"
-    assert g["ratio_h100"] == f"{9.89e14 / 3.35e12:.0f}"
-    v5e, h100 = int(g["crit_v5e"]), int(g["crit_h100"])
-    assert 100 < v5e < h100 < 2048
-    # The printed bf16 intensities, read back: the crossing lies between two of them.
-    out = cell_output(book, CHAPTER, "sweep = [abstract_step(")
-    points = [(int(b), float(i)) for b, i in re.findall(r"batch +(\d+): +([\d.]+) FLOP/byte", out)]
-    assert [b for b, _ in points] == [1, 16, 128, 512, 2048]
-    below = [b for b, i in points if i < 243]
-    above = [b for b, i in points if i >= 243]
-    assert max(below) < v5e < min(above)
-    # The bytes beyond the weights that keep the measured intensity below the batch.
-    assert float(g["moved_512"]) > 1.5 * float(g["weights_f32"])
+    assert number(g["i_decode"]) < 1 < 100 < number(g["i_prefill"])
+    assert 0 < number(g["decode_flops_extra"]) < 0.05
+    assert g["bf16_widened"] > 2 * sizes(2)[0]  # temporaries above the bf16 weights
+    # cost_analysis against the hand count: FLOPs within 1%, bytes at batch 1 too,
+    # and from batch 16 the whole float32 token table more.
+    assert number(g["flops_excess"]) < 0.01
+    assert abs(number(g["bytes_agree_1"])) < 0.01
+    table = 4 * VOCAB * D / 1e9
+    assert number(g["table_gb"]) == pytest.approx(table, abs=0.05)
+    assert 1.0 <= number(g["excess_16"]) / table < 1.1
+    assert number(g["excess_512"]) > 1.5 * number(g["excess_16"])
+    # A gather of 16 rows is charged as the table (2 GB), not its 256 KiB.
+    assert g["gather_16"].endswith("GiB")
+
+
+def test_critical_batch_by_hand(book):
+    g = glued(book, CHAPTER)
+    assert number(g["ratio_v5e"]) == round(V5E[0] / V5E[1])
+    assert number(g["ratio_h100"]) == round(H100[0] / H100[1])
+    v5e, h100 = critical(32, *V5E), critical(32, *H100)
+    assert number(g["crit_v5e"]) == pytest.approx(v5e, abs=1)
+    assert number(g["crit_h100"]) == pytest.approx(h100, abs=1)
+    assert V5E[0] / V5E[1] < v5e < h100 < 1.5 * H100[0] / H100[1]
+    assert g["crit_1024"] == "never"
+    # The int8 exercise: weight-only int8 halves the critical batch, int8 arithmetic
+    # brings it back.
+    assert number(g["crit_w8"]) == pytest.approx(critical(32, *H100, weight_bytes=1), abs=1)
+    assert number(g["crit_a8"]) == pytest.approx(
+        critical(32, H100_INT8, H100[1], weight_bytes=1), abs=1
+    )
 
 
 def test_tokens_per_second_from_bytes(book):
     g = glued(book, CHAPTER)
-    n = float(g["n_full"]) * 1e9
-    weights = 2 * n
+    kernels, norms, tables = sizes(32)
+    assert number(g["n_full"]) == pytest.approx((kernels + norms + tables) / 1e9, abs=0.01)
+    assert number(g["n_read"]) == pytest.approx((kernels + norms) / 1e9, abs=0.01)
     for batch, key in ((1, "tps_1"), (64, "tps_64")):
-        step = max(
-            2 * n * batch / 9.89e14, (weights + kv_bytes(32, 4096, 8, 128, 2, batch)) / 3.35e12
-        )
-        expected = batch / step
-        got = float(g[key].replace(",", ""))
-        assert abs(got - expected) / expected < 0.01, (key, got, expected)
-    # The prose: 64 sequences' caches make a step's bytes nearly four times the weights'.
-    step64 = weights + kv_bytes(32, 4096, 8, 128, 2, 64)
-    assert 3.5 < step64 / weights < 4
+        flops, moved = count(32, batch, 4096)
+        expected = batch / max(flops / H100[0], moved / H100[1])
+        assert number(g[key]) == pytest.approx(expected, rel=0.005), key
+    # 64 sequences' caches make a step's bytes about four times the weights'.
+    assert number(g["bytes_64"]) == pytest.approx(
+        count(32, 64, 4096)[1] / (2 * (kernels + norms)), abs=0.05
+    )
+    flops, moved = count(32, 1, 4096, weight_bytes=1)
+    int8 = 1 / max(flops / H100[0], moved / H100[1])
+    assert number(g["tps_int8"]) == pytest.approx(int8, rel=0.005)
+    assert number(g["int8_speedup"]) == pytest.approx(int8 / number(g["tps_1"]), rel=0.01)
 
 
 def test_int8_weights(book):
     from jaxguide.compiled import format_bytes
 
     g = glued(book, CHAPTER)
-    text = page_text(book, CHAPTER)
-    # The parameter bytes, counted here from the model's shapes (d 64, 8 query and 4
-    # key/value heads of 8, MLP 256, 2 layers, 45 characters, 128 positions): each
+    # The parameter bytes, counted here from the toy model's shapes (d 64, 8 query and
+    # 4 key/value heads of 8, MLP 256, 2 layers, 45 characters, 128 positions): each
     # kernel's elements at one byte plus a float32 scale per output column; the
     # embeddings and norms stay float32.
     d, kv, mlp, vocab, layers, max_len = 64, 32, 256, 45, 2, 128
@@ -134,73 +180,36 @@ def test_int8_weights(book):
     kernel_elems = sum(a * b for a, b in kernels)
     columns = sum(b for _, b in kernels)
     others = vocab * d + max_len * d + (2 * layers + 1) * d  # embeddings, positions, norms
-    share = kernel_elems / (kernel_elems + others)
-    assert f"{len(kernels)} kernels, {share:.0%} of the parameters" in text
-    assert share > 0.5  # "most of the parameters"
+    assert g["kernel_count"] == len(kernels)
+    assert g["kernel_share"] == pytest.approx(kernel_elems / (kernel_elems + others))
+    assert g["kernel_share"] > 0.5  # "most of the parameters"
     assert g["f32_param_bytes"] == format_bytes(4 * (kernel_elems + others))
     assert g["int8_param_bytes"] == format_bytes(kernel_elems + 4 * columns + 4 * others)
-    assert (
-        f"parameters: {g['f32_param_bytes']} in float32, {g['int8_param_bytes']} with int8 kernels"
-    ) in text
-    # Generation with int8 weights: the glued agreement is the printed one.
     same, of = (int(x) for x in g["int8_same"].split(" of "))
     assert of == 24 and 0 <= same <= 24
-    assert f"{same} of 24 greedy tokens as with float32 weights" in text
-    assert float(g["int8_logit_diff"]) < 1.0
-    # The compiled steps: arguments fall, temporaries grow, one conversion per kernel.
-    out = cell_output(book, CHAPTER, '"int8 kernels": analyze(decode_int8')
-    assert f"fusions with a convert: {{'float32': 0, 'int8 kernels': {len(kernels)}}}" in out
+    assert number(g["int8_logit_diff"]) < 1.0
+    # The compiled steps: one conversion per kernel, only in the int8 step.
     assert g["int8_converts"] == len(kernels)
-    for name, args, temps in (
-        ("float32", "f32_args", "f32_temps"),
-        ("int8 kernels", "int8_args", "int8_temps"),
-    ):
-        assert re.search(rf"{name} +{re.escape(g[args])} +{re.escape(g[temps])} ", out), name
-    # The H100 bound with one-byte weights: between 1x and 2x the bf16 bound, and the
-    # printed step times stay far above the arithmetic's (memory-bound).
-    assert 1 < float(g["int8_speedup"]) < 2
-    out = cell_output(book, CHAPTER, 'for name, per_weight in (("bf16", 2), ("int8", 1)):')
-    times = re.findall(r"(bf16|int8) weights: ([\d.]+) ms per step \(arithmetic ([\d.]+) ms\)", out)
-    assert [t[0] for t in times] == ["bf16", "int8"]
-    for _, step_ms, compute_ms in times:
-        assert float(step_ms) > 10 * float(compute_ms)
-    assert float(times[0][1]) / float(times[1][1]) == pytest.approx(
-        float(g["int8_speedup"]), rel=0.01
-    )
-    # Coarser scales, larger rounding error: per kernel > per column > per 16 rows.
-    out = cell_output(book, CHAPTER, "scheme_error = {")
-    errors = [float(x) for x in re.findall(r"relative error ([\d.e+-]+)", out)]
+    errors = g["scheme_errors"]
     assert len(errors) == 3 and errors[0] > errors[1] > errors[2] > 0
 
 
 def test_sharded_serving(book):
-    text = page_text(book, CHAPTER)
     g = glued(book, CHAPTER)
-    assert "--- over batch: same tokens as one device: True" in text
-    assert "--- over heads: same tokens as one device: True" in text
-    # The cache keeps its layout through prefill and 16 decode steps.
-    assert "cache after 16 steps P(('data', 'model'),)" in text
-    assert "cache after 16 steps P('data', None, 'model', None)" in text
-    out = cell_output(book, CHAPTER, 'for how in ("batch", "heads"):')
-    batch_part, heads_part = out.split("--- over heads")
-    assert "no collectives" in batch_part
-    rows = re.findall(r"all-reduce +f32\[4,1,64\] +1 KiB +4", heads_part)
-    assert len(rows) == 4 == g["ar_count"]  # 2 per layer, 2 layers
-    assert g["ar_bytes"] == 4 * 64 * 4
+    assert g["sharded_same"] is True
+    assert g["batch_collectives"] == 0
+    assert g["ar_count"] == 4  # 2 per layer, 2 layers
+    assert g["ar_bytes"] == 4 * 64 * 4  # (batch 8 / 2, 1, 64) float32
+    assert g["ar_groups"] == [4]
 
 
 def test_cpu_timing_and_figure(book):
+    g = glued(book, CHAPTER)
+    assert re.fullmatch(VERDICT, g["cpu_speedup"])
+    assert re.fullmatch(VERDICT, g["cpu_scan"])
+    assert g["scan_same"] is True
     text = page_text(book, CHAPTER)
-    assert re.search(rf"The cached generator was {VERDICT} the padded, uncached one", text)
-    assert re.search(rf"the single program was {VERDICT} the cached Python loop", text)
-    out = cell_output(book, CHAPTER, "for name, fn in (")
-    assert [line.split()[0:2] for line in out.splitlines()] == [
-        ["no", "cache"],
-        ["KV", "cache"],
-        ["one", "program"],
-    ]
-    # The whole generation as one compiled program draws the Python loop's tokens.
-    assert "same tokens as the Python loop: True" in text
+    assert f"The cached generator was {g['cpu_speedup']} the padded" in text
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)

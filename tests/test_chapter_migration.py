@@ -8,7 +8,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import load, output_text, page_text, source
+from bookcheck import glued, load, output_text, page_text, source
 
 pytestmark = pytest.mark.book
 
@@ -24,6 +24,11 @@ ROWS = {
     "jax.sharding.PositionalSharding": ("`jax.sharding.PositionalSharding`", "removed"),
     "jax.experimental.shard_map": ("`from jax.experimental.shard_map", "deprecated"),
     "jax.tree_map": ("`jax.tree_map`", "removed"),
+    "jax.tree_leaves": ("`jax.tree_leaves`", "removed"),
+    "jax.tree_flatten": ("`jax.tree_leaves`", "removed"),
+    "jax.tree_unflatten": ("`jax.tree_leaves`", "removed"),
+    "jax.tree_structure": ("`jax.tree_leaves`", "removed"),
+    "jax.random.shuffle": ("`jax.random.shuffle(", "removed"),
     "jax.device_put_sharded": ("`jax.device_put_sharded`", "removed"),
     "jax.jit(f, backend='cpu')": ('`jax.jit(f, backend="cpu")`', "deprecated"),
     "with mesh:": ("`with mesh:`", "deprecated"),
@@ -67,13 +72,8 @@ def table(book) -> dict[str, str]:
 
 
 def probes(book) -> dict[str, str]:
-    cell = next(c for c in cells(book) if "statuses = {" in source(c))
-    lines = "".join(output_text(o) for o in cell["outputs"]).splitlines()
-    found = {}
-    for line in lines:
-        name, _, result = re.split(r"(\s{2,})", line.strip(), maxsplit=1)
-        found[name] = result.strip()
-    return found
+    """What running each old API did, as the chapter's claim glued it."""
+    return glued(book, "migration")["statuses"]
 
 
 def test_status_column_is_what_the_old_calls_do(book):
@@ -238,6 +238,13 @@ def test_change_log_column(book):
     assert row == "deprecated 0.2.22, removed 0.3.2"
     row = next(v for k, v in versions.items() if k.startswith("jax.xla_computation"))
     assert row == "removed 0.4.34"
+    # CHANGELOG.md: xla_bridge's functions deprecated under 0.4.32 (not 0.4.31).
+    row = next(v for k, v in versions.items() if k.startswith("from jax.lib import xla_bridge"))
+    assert row == "deprecated 0.4.32, removed 0.8.0"
+    row = next(v for k, v in versions.items() if k.startswith("jax.pmap("))
+    assert "0.8.0" in row and "0.10.0" in row
+    row = next(v for k, v in versions.items() if k.startswith("jax.tree_leaves"))
+    assert row == "removed 0.6.0"
 
 
 def source_of_chapter():

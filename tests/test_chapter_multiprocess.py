@@ -32,7 +32,7 @@ def test_multiprocess(book):
     for p, devices in ((0, "[0, 1, 2, 3]"), (1, "[2048, 2049, 2050, 2051]")):
         assert f"── process {p} (exit 0) ── process {p} of 2 local devices: {devices}" in text
     expected = np.arange(8.0).sum() + (np.arange(8.0) + 100).sum()
-    assert g["global_sum"] == f"{expected:g}"
+    assert float(g["global_sum"]) == expected
     assert (
         text.count(f"shard_map psum: {expected}") >= 2 and text.count(f"jit sum: {expected}") >= 2
     )
@@ -52,10 +52,8 @@ def test_multiprocess(book):
     assert float(g["mp_worst"]) <= 1e-5
     for p in (0, 1):
         assert f"process {p}: step 100, loss" in text
-    # Gloo's connection reports in process 0's stderr, counted (their lines can
-    # interleave): 4 devices, each in the group of all 8 and in one group of two.
-    assert "process 0: 8 Gloo connection reports; peer counts: [1, 7]" in text
-    assert g["gloo_reports"] == 8 and "8 reports: process 0 has 4 devices" in text
+    # The Gloo log census is gone (a native library's log lines teach nothing usable).
+    assert "gloo_reports" not in g and "Gloo connection reports" not in text
     # The compiled sum's collectives, from both processes: one 4-byte all-reduce over 8 devices.
     assert (
         len(
@@ -66,11 +64,10 @@ def test_multiprocess(book):
         >= 2
     )
     # The compiled training step: one all-reduce of the gradients plus the loss.
-    steps = re.findall(
-        r"step program: \{'all-reduce': 1\}, (\d+) bytes per device; gradients: (\d+) bytes", text
-    )
     sizes = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)  # the MLP (2, 64, 64, 3)
-    assert len(steps) == 2 and all(s == (str(4 * sizes + 4), str(4 * sizes)) for s in steps), steps
+    assert g["grad_bytes"] == 4 * sizes and g["step_allreduce_bytes"] == 4 * sizes + 4
+    # Process 1 printed the same step program (only process 0's is glued).
+    assert text.count(f"step program: {{'all-reduce': 1}}, {4 * sizes + 4} bytes per device") == 2
     # The exercise's four-process run, and process 0's first lines only.
     assert "all 4 processes: global sum 4912.0" in text
     assert (
@@ -218,9 +215,7 @@ def test_fate_sharing_through_heartbeats(book):
     seconds = float(printed[1])
     assert 2 <= seconds < 60, seconds  # about the heartbeat timeout, far from forever
     glued_lag = glued(book, "multiprocess")["heartbeat_lag"]
-    assert glued_lag.endswith(" s") and abs(float(glued_lag.split()[0]) - seconds) <= 0.55, (
-        glued_lag
-    )
+    assert abs(float(glued_lag) - seconds) <= 0.55, glued_lag
     # The false claim of old must not come back.
     assert "wait forever in" not in text and "others wait forever" not in text
 
@@ -281,3 +276,12 @@ def test_programs_are_written_to_a_fresh_folder_with_relative_names(book):
     setup = "\n".join(source(c) for c in cells)
     assert "tempfile.mkdtemp(" in setup and "os.chdir(" in setup
     assert "gettempdir()" not in setup and "rmtree" not in setup
+
+
+def test_network_against_fast_links(book):
+    """The DCN ratios come from the published figures: per chip, one way."""
+    g = glued(book, "multiprocess")
+    v5e = (4.5e10 * 4) / (2.5e10 / 8)  # 4 ICI links; a host's network over its 8 chips
+    h100 = (2.5e10 * 18) / 5e10  # 18 NVLink links; one 400 Gb/s card per GPU
+    assert float(g["dcn_v5e"]) == round(v5e)
+    assert float(g["dcn_h100"]) == round(h100)

@@ -64,11 +64,38 @@ def test_same_key_same_draw_and_works_under_jit():
         (dict(top_k=0), ValueError, "top_k must be an int >= 1"),
         (dict(top_k=2.5), TypeError, "top_k must be an int"),
         (dict(top_k=11), ValueError, "top_k must be at most the vocabulary size 10"),
+        (dict(top_p=0.0), ValueError, "top_p must be > 0"),
+        (dict(top_p=1.5), ValueError, "top_p must be at most 1"),
+        (dict(top_p="most"), TypeError, "top_p must be a real number"),
     ],
 )
 def test_sample_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         sample(jnp.zeros((2, 10)), jax.random.key(0), **kwargs)
+
+
+def test_top_p_keeps_the_smallest_set_reaching_p():
+    # Probabilities 0.4, 0.3, 0.2, 0.1 (in a shuffled order, two rows).
+    probs = np.array([[0.2, 0.4, 0.1, 0.3], [0.1, 0.2, 0.3, 0.4]])
+    logits = jnp.log(jnp.asarray(probs))
+    keys = jax.random.split(jax.random.key(3), 4000)
+    for p, allowed in ((0.35, 1), (0.4, 1), (0.65, 2), (0.75, 3), (0.95, 4), (1.0, 4)):
+        draws = np.asarray(jax.vmap(lambda k, p=p: sample(logits, k, top_p=p))(keys))
+        for row in range(2):
+            best = set(np.argsort(-probs[row])[:allowed].tolist())
+            assert set(draws[:, row].tolist()) == best, (p, row)
+    # Among the kept tokens, the draws follow the renormalised probabilities.
+    draws = np.asarray(jax.vmap(lambda k: sample(logits, k, top_p=0.65))(keys))[:, 0]
+    assert abs(np.mean(draws == 1) - 0.4 / 0.7) < 0.03
+
+
+def test_top_p_after_top_k_and_greedy():
+    logits = jnp.log(jnp.array([[0.4, 0.3, 0.2, 0.1]]))
+    keys = jax.random.split(jax.random.key(4), 2000)
+    # top_k=2 first (0.4, 0.3 renormalised to 0.57, 0.43), then top_p=0.5 keeps one.
+    draws = np.asarray(jax.vmap(lambda k: sample(logits, k, top_k=2, top_p=0.5))(keys))
+    assert set(draws.ravel().tolist()) == {0}
+    assert sample(logits, jax.random.key(0), temperature=0.0, top_p=0.1).tolist() == [0]
 
 
 def test_sample_needs_a_vocabulary_axis():

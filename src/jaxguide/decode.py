@@ -1,7 +1,8 @@
 """Pieces of autoregressive decoding that do not depend on the model.
 
 * :func:`sample`: the next token from logits: greedy (``temperature=0``), with a
-  temperature, and restricted to the ``top_k`` most likely tokens, from an explicit key.
+  temperature, restricted to the ``top_k`` most likely tokens and/or to the smallest
+  set whose probability reaches ``top_p`` (nucleus sampling), from an explicit key.
 * :func:`kv_cache_bytes`: the size of a KV cache, ``2 × layers × tokens × kv_heads ×
   head_dim × bytes`` (times the batch).
 * :func:`decode_step_seconds`: the roofline time of one decode step, the larger of its
@@ -38,28 +39,34 @@ def sample(
     *,
     temperature: float = 1.0,
     top_k: int | None = None,
+    top_p: float | None = None,
 ) -> jax.Array:
     """Draw the next token from ``logits`` (one row per sequence).
 
     ``temperature=0`` is greedy decoding (``argmax``; the key is not used). Otherwise the
     logits are divided by ``temperature`` and, if ``top_k`` is given, every logit below
-    the ``top_k``-th largest of its row is removed before drawing with
-    ``jax.random.categorical``. Works under ``jit`` (``temperature`` and ``top_k`` are
-    Python numbers, fixed at trace time).
+    the ``top_k``-th largest of its row is removed; if ``top_p`` is given, only the
+    smallest set of most likely tokens whose probabilities (after the temperature and
+    ``top_k``) add up to at least ``top_p`` is kept (nucleus sampling; tokens tied with
+    the last one kept stay too). Then it draws with ``jax.random.categorical``. Works
+    under ``jit`` (``temperature``, ``top_k`` and ``top_p`` are Python numbers, fixed at
+    trace time).
 
     Args:
         logits: shape ``(..., vocab)``, unnormalised log-probabilities.
         key: a JAX random key (one key for the whole batch).
         temperature: ``>= 0``; below 1 sharpens the distribution, above 1 flattens it.
         top_k: ``None`` (the whole vocabulary) or an int in ``[1, vocab]``.
+        top_p: ``None`` (no nucleus) or a number in ``(0, 1]``.
 
     Returns:
         int32 token ids of shape ``logits.shape[:-1]``.
 
     Raises:
-        TypeError: ``temperature`` is not a real number or ``top_k`` not an int.
-        ValueError: ``logits`` has no vocabulary axis, ``temperature < 0``, or ``top_k``
-            outside ``[1, vocab]``.
+        TypeError: ``temperature`` or ``top_p`` is not a real number, or ``top_k`` not
+            an int.
+        ValueError: ``logits`` has no vocabulary axis, ``temperature < 0``, ``top_k``
+            outside ``[1, vocab]``, or ``top_p`` outside ``(0, 1]``.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -67,6 +74,10 @@ def sample(
         >>> draws = jax.vmap(lambda k: sample(logits, k, top_k=2))(
         ...     jax.random.split(jax.random.key(0), 1000))
         >>> sorted(set(draws.ravel().tolist()))          # token 2 is never drawn
+        [0, 1]
+        >>> draws = jax.vmap(lambda k: sample(logits, k, top_p=0.6))(
+        ...     jax.random.split(jax.random.key(0), 1000))
+        >>> sorted(set(draws.ravel().tolist()))          # 0.5 + 0.3 reaches 0.6
         [0, 1]
     """
     import jax
@@ -89,12 +100,26 @@ def sample(
                 f"sample(top_k={top_k}): top_k must be at most the vocabulary size {vocab}; "
                 "pass a smaller k, or None for the whole vocabulary."
             )
+    if top_p is not None:
+        top_p = _checks.real("sample", "top_p", top_p, minimum=0.0, exclusive=True)
+        if top_p > 1.0:
+            raise ValueError(
+                f"sample(top_p={top_p}): top_p must be at most 1 (the whole distribution); "
+                "pass e.g. 0.9, or None for no nucleus."
+            )
     if temperature == 0.0:
         return jnp.argmax(logits, axis=-1).astype(jnp.int32)
     logits = logits.astype(jnp.float32) / temperature
     if top_k is not None and top_k < vocab:
         kth = jax.lax.top_k(logits, top_k)[0][..., -1:]
         logits = jnp.where(logits >= kth, logits, -jnp.inf)
+    if top_p is not None and top_p < 1.0:
+        ranked = jnp.sort(logits, axis=-1)[..., ::-1]  # most likely first
+        probs = jax.nn.softmax(ranked, axis=-1)
+        before = jnp.cumsum(probs, axis=-1) - probs  # probability of the tokens ahead
+        # Keep a token while the ones ahead of it have not reached top_p yet.
+        cutoff = jnp.min(jnp.where(before < top_p, ranked, jnp.inf), axis=-1, keepdims=True)
+        logits = jnp.where(logits >= cutoff, logits, -jnp.inf)
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
