@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import make_questions  # noqa: E402
 
 # Floors: the bank as it was reached. Raise them as it grows; a lost entry fails here.
-MIN_ENTRIES = 222
-MIN_ANSWERED = 161
+MIN_ENTRIES = 255
+MIN_ANSWERED = 170
 MIN_PER_TOPIC = 4
 
 TARGET = re.compile(r"^\(([\w-]+)\)=\s*$", re.M)  # a MyST target, as `(sharding-uneven)=`
