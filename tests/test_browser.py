@@ -40,7 +40,7 @@ from conftest import chapters
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 OUT = ROOT / "_build" / "test-output" / "browser"
-CHAPTERS = [c for c in chapters() if c not in ("index", "report")]
+CHAPTERS = [c for c in chapters() if c not in ("index", "questions", "report")]
 PAGES = chapters() + ["search", "genindex", "404"]
 # Every chapter page, so the heaviest, may transfer at most this much (uncompressed, no cache).
 PAGE_BUDGET = 1_000_000
