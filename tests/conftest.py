@@ -5,7 +5,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -20,15 +19,13 @@ import pytest
 jax.config.update("jax_num_cpu_devices", 8)
 
 from bookcheck import ROOT, jupyter_book
-
-sys.path.insert(0, str(ROOT / "tools"))
-import jaxguide_fresh  # noqa: E402  (tools/: what the build caches, SHOWS_COMPILATION)
-import jaxguide_toc  # noqa: E402  (tools/: the toc as Jupyter Book reads it)
+from jaxguide_build import execution, toc  # what the build caches; the toc as Jupyter Book reads it
+from jaxguide_build.environment import uv
 
 
 def chapters() -> list[str]:
     """Every page named in _toc.yml (the root and all chapters), in reading order."""
-    return jaxguide_toc.pages()
+    return toc.pages()
 
 
 class BuiltBook:
@@ -109,12 +106,6 @@ print("OK", path)
 """
 
 
-def uv() -> str:
-    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
-    assert Path(found).exists(), "uv not found: run make env"
-    return found
-
-
 @dataclass
 class WheelRun:
     executed: Path  # the executed notebooks, one per chapter
@@ -123,7 +114,7 @@ class WheelRun:
 
 _WHEEL_RUN: dict[str, object] = {}
 # Set when the session's book build has ended; _BOOK_CACHE["folder"] is then its JAX
-# compilation cache (tools/jaxguide_fresh.py: one folder per chapter).
+# compilation cache (tools/jaxguide_build/execution.py: one folder per chapter).
 _BOOK_BUILT = threading.Event()
 _BOOK_CACHE: dict[str, Path] = {}
 
@@ -161,7 +152,7 @@ def _run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> Wheel
     filled for its chapter, as the build's own re-executions do: the same programs are
     not compiled twice, and nothing else changes (a cached program is the program XLA
     would compile). Notebooks whose code reads compilation itself (compile times,
-    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_fresh.py)
+    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_build/execution.py)
     compile from scratch, as in the build. Executing after the build rather than beside
     it also keeps four kernels off this 2-core machine's two cores."""
     run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
@@ -218,9 +209,9 @@ def _run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> Wheel
             for c in json.loads(nb.read_text())["cells"]
             if c["cell_type"] == "code"
         )
-        if cache is None or jaxguide_fresh.SHOWS_COMPILATION.search(code):
+        if cache is None or execution.SHOWS_COMPILATION.search(code):
             return base_env
-        return {**base_env, **jaxguide_fresh.compilation_cache_env(cache / nb.stem)}
+        return {**base_env, **execution.compilation_cache_env(cache / nb.stem)}
 
     while pending or procs:
         while pending and len(procs) < 2:

@@ -7,7 +7,7 @@ does neither, so a page measured through it transfers several times the bytes a 
 downloads. The browser tests (``tests/test_browser.py``), ``bench/lighthouse.py`` and
 ``make serve`` use this server, so that what they measure is what readers get.
 
-    python tools/jaxguide_serve.py _build/html --port 8000
+    python tools/jaxguide_serve.py _build/html --port 8000   # make serve
 """
 
 from __future__ import annotations
