@@ -189,11 +189,11 @@ def test_pages_load_only_the_scripts_they_use(book):
 @pytest.mark.book
 def test_theme_script_does_not_measure_the_whole_page_on_load(book):
     """pydata-sphinx-theme's load-time pass over every code block is gone from its
-    script (tools/jaxguide_build/site/theme.py); jaxguide-nav.js measures blocks near the screen, and
-    every code block is focusable until then."""
-    theme = (book.html / "_static" / "scripts" / "pydata-sphinx-theme.js").read_text()
-    assert theme._THEME_TAB_STOPS.search(theme) is None
-    assert 'addEventListener("load"' not in theme
+    script (tools/jaxguide_build/site/theme.py); jaxguide-nav.js measures blocks near the
+    screen, and every code block is focusable until then."""
+    script = (book.html / "_static" / "scripts" / "pydata-sphinx-theme.js").read_text()
+    assert theme._THEME_TAB_STOPS.search(script) is None
+    assert 'addEventListener("load"' not in script
     original = (theme.theme_static() / "scripts" / "pydata-sphinx-theme.js").read_text()
     assert theme._THEME_TAB_STOPS.search(original) is not None
     assert "IntersectionObserver" in (book.html / "_static" / "jaxguide-nav.js").read_text()
