@@ -37,12 +37,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "tests"))
+import make_notebooks  # tools/ (the editable install puts it on the path): Colab notebooks
+from jaxguide_build.outputs import output_differences  # what a reader sees, compared
 
-import make_notebooks  # noqa: E402  (tools/: the chapter as a Colab notebook)
-from bookcheck import output_differences  # noqa: E402  (tests/: what a reader sees, compared)
+ROOT = Path(__file__).resolve().parents[1]
+
 
 #: The chapter --smoke runs: the book's shortest execution.
 SMOKE_CHAPTER = "migration"
@@ -225,12 +224,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     root = args.root.resolve()
     if not (root / "_toc.yml").is_file() or not (root / "book").is_dir():
         parser.error(f"--root {args.root}: no _toc.yml and book/ there; pass the book's checkout")
-    sys.path.insert(0, str(root / "tools"))
-    import jaxguide_toc
+    from jaxguide_build import toc
 
     known = [
         n
-        for n in jaxguide_toc.pages(root / "_toc.yml", root / "book")
+        for n in toc.pages(root / "_toc.yml", root / "book")
         if "```{code-cell}" in (root / "book" / f"{n}.md").read_text()
     ]
     if args.chapters is None:

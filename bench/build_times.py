@@ -21,9 +21,9 @@ It copies the book's sources to a temporary folder and measures, for each mode:
 For each build it gives the wall time, the CPU time of the build and its kernels
 (user + sys), and the load average before it: the machine may be shared, and wall
 times then say more about the neighbours than about the build. It prints a Markdown
-table. The default run took about 3 minutes on an idle 2-core machine (November
-2026, 14 chapters); ``--serial`` adds a cold build executing one chapter at a time, and
-``--quick`` leaves out the two ``training`` edits.
+table. The default run builds the book from cold and then once per edit, so it takes
+a few cold builds' time; ``--serial`` adds a cold build executing one chapter at a
+time, and ``--quick`` leaves out the two ``training`` edits.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def main() -> None:
     ):
         print(
             "note: PYTHONDONTWRITEBYTECODE is set and .venv holds no compiled bytecode, so every build "
-            "and every kernel compiles the sources of Sphinx, JAX, ... again (about 3 s of CPU per "
+            "and every kernel compiles the sources of Sphinx, JAX, ... again (seconds of CPU per "
             "build). Run `.venv/bin/python -m compileall -q .venv/lib` first to measure the build itself."
         )
     start = time.perf_counter()

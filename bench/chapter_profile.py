@@ -31,11 +31,11 @@ import nbformat
 from myst_nb.core.read import read_myst_markdown_notebook
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+from jaxguide_build import execution, patches
+from jaxguide_build.execution import compilation_cache_env
+from jaxguide_build.staleness import code_of, imports_of
 
-import jaxguide_fresh as fresh  # noqa: E402
-from jaxguide_fresh import code_of, compilation_cache_env, imports_of  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -79,7 +79,7 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     source = path.read_text()
     nb = read_myst_markdown_notebook(source)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    cached = bool(cache) and not fresh.SHOWS_COMPILATION.search(code)
+    cached = bool(cache) and not execution.SHOWS_COMPILATION.search(code)
     top, _ = imports_of(code_of(source))
     # jax first (the others import it), then the chapter's other third-party imports.
     stdlib = set(sys.stdlib_module_names) | {"jaxguide"}
@@ -87,10 +87,10 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     first = nbformat.v4.new_code_cell(FIRST.format(modules=modules, events=EVENTS))
     nb.cells = [first] + nb.cells + [nbformat.v4.new_code_cell(LAST)]
     # The build's kernels: IPC sockets, and the cache where the build would use it.
-    fresh.KERNEL_ENV.clear()
-    fresh.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
-    NotebookClient.create_kernel_manager = fresh.create_kernel_manager
-    fresh.EXECUTING = chapter
+    execution.KERNEL_ENV.clear()
+    execution.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
+    NotebookClient.create_kernel_manager = patches.create_kernel_manager
+    patches.EXECUTING = chapter
     client = NotebookClient(
         nb,
         timeout=900,

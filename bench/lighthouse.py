@@ -1,7 +1,7 @@
 """Lighthouse's mobile scores for every page of the built book, as a Markdown table.
 
 Serves ``_build/html`` (or ``--html``) on 127.0.0.1 with gzip, as GitHub Pages does
-(``tools/jaxguide_serve.py``), runs the locked Lighthouse (``make lighthouse-deps``)
+(``tools/jaxguide_build/serve.py``), runs the locked Lighthouse (``make lighthouse-deps``)
 with its default mobile profile (simulated slow 4G, 4x CPU slowdown) in Debian's
 Chromium, ``--runs`` times per page (three by default), one run at a time, and prints
 the medians: performance, first contentful paint, total blocking time, largest
@@ -27,12 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+from jaxguide_build import lighthouse, serve, toc
 
-import jaxguide_lighthouse as lighthouse  # noqa: E402
-import jaxguide_serve  # noqa: E402
-import jaxguide_toc  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def load() -> str:
@@ -42,7 +39,7 @@ def load() -> str:
 
 def pages(html: Path) -> list[str]:
     """Every page of the book: the toc's, then the search page and the index."""
-    names = jaxguide_toc.pages() + ["search", "genindex"]
+    names = toc.pages() + ["search", "genindex"]
     return [n for n in names if (html / f"{n}.html").is_file()]
 
 
@@ -95,7 +92,7 @@ def main() -> int:
         print(f"no built site in {args.html}: run `make book` first", file=sys.stderr)
         return 2
     names = args.pages or pages(args.html)
-    base, server = jaxguide_serve.serve(args.html)
+    base, server = serve.serve(args.html)
     start, load_before = time.monotonic(), load()
     print(
         f"Lighthouse {lighthouse.version()}, {args.runs} run(s) x {len(names)} page(s), "

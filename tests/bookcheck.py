@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
+    KERNEL_FILE_RE,
+    MEASURED,
+    comparable_outputs,
+    output_differences,
+    source,
+    tags,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 WARNING_RE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b")
@@ -76,15 +84,6 @@ def load(path: Path) -> dict:
     """A notebook (or any JSON file), read once per version of the file: every caller
     gets the same dict, so treat it as read-only."""
     return _load(_stamp(path))
-
-
-def source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
-def tags(cell: dict) -> list[str]:
-    return cell.get("metadata", {}).get("tags", [])
 
 
 def output_text(output: dict) -> str:
@@ -167,81 +166,6 @@ def problems(nb: dict) -> list[str]:
                 found.append(f"{head}: wrote to stderr: {text.strip()[:200]!r}")
         if should_output(cell) and not outputs:
             found.append(f"{head}: should print or plot but has no output")
-    return found
-
-
-MEASURED = "measured"
-# IPython names each cell's code /tmp/ipykernel_<pid>/<hash>.py; JAX error messages quote
-# it. The pid differs between runs, and it is no part of what the page teaches.
-KERNEL_FILE_RE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py")
-
-
-def comparable_outputs(nb: dict) -> list[tuple[str, dict]]:
-    """What a reader sees of every code cell's outputs in an executed notebook, keyed by
-    the cell's source, in order; compared between two executions of the same chapter.
-
-    Left out: cells tagged ``measured`` (timings) or ``remove-cell`` (build-only cells
-    such as the provenance box), and glue payloads (values stored for the prose, which
-    exist only where myst-nb runs). How the kernel happened to split a stream into chunks
-    varies between runs, so each stream is joined into one text; images are compared by
-    their bytes.
-    """
-    result = []
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code" or {MEASURED, "remove-cell"} & set(tags(cell)):
-            continue
-        streams: dict[str, str] = {}
-        shown: list[str] = []
-        for out in cell.get("outputs", []):
-            kind = out["output_type"]
-            if kind == "stream":
-                text = out.get("text", "")
-                streams[out["name"]] = streams.get(out["name"], "") + (
-                    "".join(text) if isinstance(text, list) else text
-                )
-            elif kind == "error":
-                shown.append(f"{out['ename']}: {out.get('evalue', '')}")
-            elif "scrapbook" not in out.get("metadata", {}):
-                data = out.get("data", {})
-                if "image/png" in data:
-                    png = data["image/png"]
-                    shown.append(
-                        "<image "
-                        + hashlib.sha256(
-                            ("".join(png) if isinstance(png, list) else png).encode()
-                        ).hexdigest()[:16]
-                        + ">"
-                    )
-                else:
-                    plain = data.get("text/plain", "")
-                    shown.append("".join(plain) if isinstance(plain, list) else plain)
-        outputs = {"streams": streams, "shown": shown}
-        # A notebook hides a solution's code behind a Colab form title: same code.
-        code = re.sub(r"\A# @title [^\n]*\n", "", source(cell))
-        result.append((code, json.loads(KERNEL_FILE_RE.sub("<kernel cell>", json.dumps(outputs)))))
-    return result
-
-
-def output_differences(book_nb: dict, other_nb: dict) -> list[str]:
-    """Cells whose outputs differ between the book's execution of a chapter and another
-    execution of it (cells only one side has, such as a notebook's set-up cell, are
-    skipped). Returns readable lines; empty when the two agree."""
-    book = comparable_outputs(book_nb)
-    other = [c for c in comparable_outputs(other_nb) if any(c[0] == b[0] for b in book)]
-    found = []
-    if [s for s, _ in book] != [s for s, _ in other]:
-        found.append(
-            f"the cells differ: {len(book)} code cells in the book, {len(other)} matching in the other"
-        )
-    for i, ((src, a), (_, b)) in enumerate(zip(book, other)):
-        if a != b:
-            first = src.strip().splitlines()[0][:60] if src.strip() else ""
-            ta, tb = json.dumps(a, ensure_ascii=False), json.dumps(b, ensure_ascii=False)
-            at = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
-            lo = max(0, at - 80)
-            found.append(
-                f"cell {i} ({first!r}) differs at: ...{ta[lo : at + 120]!r} vs ...{tb[lo : at + 120]!r}"
-            )
     return found
 
 

@@ -4,7 +4,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -17,14 +16,12 @@ jax.config.update("jax_num_cpu_devices", 8)
 
 import wheelrun
 from bookcheck import ROOT, jupyter_book, unmarked_book_tests
-
-sys.path.insert(0, str(ROOT / "tools"))
-import jaxguide_toc  # noqa: E402  (tools/: the toc as Jupyter Book reads it)
+from jaxguide_build import toc  # the toc as Jupyter Book reads it
 
 
 def chapters() -> list[str]:
     """Every page named in _toc.yml (the root and all chapters), in reading order."""
-    return jaxguide_toc.pages()
+    return toc.pages()
 
 
 class BuiltBook:

@@ -1,6 +1,6 @@
 """The built site in a real browser: headless Chromium (Debian's ``chromium``) driven by
 Playwright, on the strict test build served from 127.0.0.1 with gzip, as GitHub Pages
-serves it (``tools/jaxguide_serve.py``).
+serves it (``tools/jaxguide_build/serve.py``).
 
 Every page: no console errors, no request to any other host, every image loads, every
 internal link and anchor resolves, code cells and their outputs are visible. Once: search
@@ -32,10 +32,10 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-import jaxguide_lighthouse
-import jaxguide_serve
 from bookcheck import ROOT
 from conftest import chapters
+from jaxguide_build import lighthouse as jaxguide_lighthouse
+from jaxguide_build import serve as jaxguide_serve
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -49,7 +49,7 @@ PAGE_BUDGET = 1_000_000
 # mobile profile loads at 1.6 Mbit/s with 150 ms round trips: 200 kB is about 1 s, which
 # with the page itself keeps the first paint under Lighthouse's 1.8 s "good" mark (GitHub
 # Pages compresses them about 5x, so the real cost is lower). The theme's stylesheets are
-# 460 kB before tools/jaxguide_site.py drops the rules no page uses.
+# several times that before tools/jaxguide_build/site/stylesheets.py drops the rules no page uses.
 RENDER_BLOCKING_BUDGET = 200_000
 # Cumulative layout shift: Lighthouse's and Web Vitals' "good" limit.
 CLS_LIMIT = 0.1
@@ -357,7 +357,7 @@ def page_problems(
     problems += [
         f"loads {u}" for u in log["bytes"] if "fontawesome.js" in u or "mathjax" in u.lower()
     ]
-    # The search index is for search.html alone (tools/jaxguide_site.py drops it elsewhere).
+    # The search index is for search.html alone (tools/jaxguide_build/site/search.py drops it elsewhere).
     if name != "search":
         problems += [
             f"loads the search index: {u}"

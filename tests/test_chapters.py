@@ -10,14 +10,14 @@ import pytest
 from bs4 import BeautifulSoup
 
 from bookcheck import ROOT
-from conftest import jaxguide_toc
+from jaxguide_build import toc
 
 pytestmark = pytest.mark.book
 
 
 def toc_parts() -> dict[str, list[str]]:
     """{part caption: [chapter, ...]} in _toc.yml's order."""
-    return {part.caption: list(part.pages) for part in jaxguide_toc.parts()}
+    return {part.caption: list(part.pages) for part in toc.parts()}
 
 
 def executed_chapters() -> list[str]:

@@ -3,16 +3,14 @@ and executes every chapter, so it is run by hand; see CONTRIBUTING.md, "The jax 
 
 from __future__ import annotations
 
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+import check_jax_floor
 
-import check_jax_floor  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_floor_is_read_from_pyproject():

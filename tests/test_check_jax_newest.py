@@ -9,10 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+import check_jax_newest  # tools/ (pytest's pythonpath)
 
-import check_jax_newest  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_arguments_and_their_defaults():

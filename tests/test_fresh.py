@@ -189,9 +189,9 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     # One execution of each chapter, in parallel; the failure reported from that run,
     # starting with the chapter and the error, then the cell.
     assert executed(log) == {"a", "b"} and "Executing notebook" not in log
-    report = log[log.index("[jaxguide-fresh] chapter 'b' failed") :]
+    report = log[log.index("[jaxguide-build] chapter 'b' failed") :]
     assert report.startswith(
-        "[jaxguide-fresh] chapter 'b' failed: ZeroDivisionError: division by zero"
+        "[jaxguide-build] chapter 'b' failed: ZeroDivisionError: division by zero"
     )
     assert report.splitlines()[1] == "  in the cell:" and "    print(1 / 0)" in report.splitlines()
     assert log.count("ZeroDivisionError: division by zero") <= 2
@@ -211,11 +211,11 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     import nbformat
     from nbclient import NotebookClient
 
-    import jaxguide_fresh as fresh
+    from jaxguide_build import execution, patches
 
-    monkeypatch.setattr(NotebookClient, "create_kernel_manager", fresh.create_kernel_manager)
-    monkeypatch.setattr(fresh, "KERNEL_ENV", fresh.compilation_cache_env(tmp_path / "jc"))
-    monkeypatch.setattr(fresh, "EXECUTING", "chapter")
+    monkeypatch.setattr(NotebookClient, "create_kernel_manager", patches.create_kernel_manager)
+    monkeypatch.setattr(execution, "KERNEL_ENV", execution.compilation_cache_env(tmp_path / "jc"))
+    monkeypatch.setattr(patches, "EXECUTING", "chapter")
     code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
     seen = []
     for extra in ("", "# jax.log_compiles shows compilations"):
@@ -223,7 +223,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         client = NotebookClient(nb, kernel_name="python3", timeout=120)
         with client.setup_kernel():
             km = client.km
-            assert isinstance(km, fresh.BuildKernelManager) and km.transport == "ipc"
+            assert isinstance(km, execution.BuildKernelManager) and km.transport == "ipc"
             folder = Path(km.socket_dir)
             assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith(
                 "jaxguide-kernel-"
@@ -239,16 +239,16 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
 
 
 def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):
-    import jaxguide_fresh as fresh
+    from jaxguide_build import execution
 
     monkeypatch.setattr(
-        fresh, "KERNEL_ENV", {"OTHER": "1", **fresh.compilation_cache_env(Path("/c"))}
+        execution, "KERNEL_ENV", {"OTHER": "1", **execution.compilation_cache_env(Path("/c"))}
     )
     cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
     plain = {"cells": [cell("y = jax.jit(f)(x)")]}
-    assert fresh.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
+    assert execution.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
     # A kernel for an unknown chapter would share a folder: no cache.
-    assert fresh.notebook_env(plain) == {"OTHER": "1"}
+    assert execution.notebook_env(plain) == {"OTHER": "1"}
     for shows in (
         "t.first_call_s",
         "jax.log_compiles(True)",
@@ -257,43 +257,43 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatc
         '[e for e in events if e.name == "backend_compile_and_load"]',
         "jax.distributed.initialize()",
     ):
-        env = fresh.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
+        env = execution.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
         assert env == {"OTHER": "1"}, shows
     # Markdown that mentions it does not count: only code does.
     md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
-    assert "JAX_COMPILATION_CACHE_DIR" in fresh.notebook_env(md, "ch")
+    assert "JAX_COMPILATION_CACHE_DIR" in execution.notebook_env(md, "ch")
 
 
 def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
-    import jaxguide_fresh as fresh
+    from jaxguide_build import staleness
 
     calls = []
-    real = fresh.imports_of
-    monkeypatch.setattr(fresh, "imports_of", lambda code: calls.append(1) or real(code))
-    fresh.load_memo(tmp_path)
-    assert fresh.cached_imports(["import optax"]) == ({"optax"}, set())
-    key = next(iter(fresh._MEMO["imports"]))
-    fresh.save_memo(tmp_path, {key})
-    fresh.load_memo(tmp_path)
-    assert fresh.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 1
-    (tmp_path / fresh.MEMO).write_text("{not json")
-    fresh.load_memo(tmp_path)
-    assert fresh.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 2
+    real = staleness.imports_of
+    monkeypatch.setattr(staleness, "imports_of", lambda code: calls.append(1) or real(code))
+    staleness.load_memo(tmp_path)
+    assert staleness.cached_imports(["import optax"]) == ({"optax"}, set())
+    key = next(iter(staleness._MEMO["imports"]))
+    staleness.save_memo(tmp_path, {key})
+    staleness.load_memo(tmp_path)
+    assert staleness.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 1
+    (tmp_path / staleness.MEMO).write_text("{not json")
+    staleness.load_memo(tmp_path)
+    assert staleness.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 2
 
 
 def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
-    import jaxguide_fresh as fresh
+    from jaxguide_build import execution
 
     for i, name in enumerate(("a/old", "b/mid", "a/new")):
         path = tmp_path / name
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"x" * 100)
         os.utime(path, (1000 + i, 1000 + i))
-    fresh.trim_cache(tmp_path, keep_bytes=250)
+    execution.trim_cache(tmp_path, keep_bytes=250)
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
         "a/new",
         "b/mid",
     ]
-    fresh.trim_cache(tmp_path, keep_bytes=100)
+    execution.trim_cache(tmp_path, keep_bytes=100)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
-    fresh.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
+    execution.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do

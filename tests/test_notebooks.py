@@ -11,10 +11,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
+import make_notebooks
 from bookcheck import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import make_notebooks  # noqa: E402
 
 CHAPTERS = make_notebooks.chapters()
 

@@ -1,6 +1,6 @@
 """Site-wide parts of the built book: page descriptions for search results and link
 previews, the licence in the footer, a 404 page for the web host, and what
-tools/jaxguide_site.py does for a fast, accessible first paint: figures at 2x with their
+tools/jaxguide_build/site/ does for a fast, accessible first paint: figures at 2x with their
 size in the page, stylesheets without unused rules or @import, deferred scripts, and
 coloured output text that keeps its contrast."""
 
@@ -14,9 +14,10 @@ import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
-import jaxguide_site
 from bookcheck import ROOT
 from conftest import chapters
+from jaxguide._wcag import contrast
+from jaxguide_build.site import bundle, memo, pages, stylesheets, theme
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
@@ -63,7 +64,7 @@ def test_purge_css_keeps_every_rule_that_can_match():
         '@font-face{font-family:X;src:url("a}b.woff2")}@keyframes k{from{top:0}to{top:1px}}'
         '.e[data-x=".gone"]{w:1}#id1{a:b}#gone{c:d}.bs-tooltip-top{t:1}a[href*="}"]{u:1}.gone .a{v:1}'
     )
-    out = jaxguide_site.purge_css(css, {"a", "b", "c", "d", "e", "id1"}, ("bs-tooltip-",))
+    out = stylesheets.purge_css(css, {"a", "b", "c", "d", "e", "id1"}, ("bs-tooltip-",))
     assert out.split("\n") == [
         '@charset "utf-8";',
         ".a,.b .c{color:red}",
@@ -81,13 +82,13 @@ def test_purge_css_keeps_every_rule_that_can_match():
 def test_low_contrast_output_text_gets_black_or_white():
     pink = '<span style="color: #ffffff; text-decoration-color: #ffffff; background-color: #de9ed6">CPU 0</span>'
     navy = '<span style="color: #ffffff; text-decoration-color: #ffffff; background-color: #393b79">CPU 1</span>'
-    fixed = jaxguide_site._RICH_SPAN.sub(jaxguide_site._readable_span, pink + navy)
+    fixed = pages._RICH_SPAN.sub(pages._readable_span, pink + navy)
     assert (
         'color: #000000; text-decoration-color: #000000; background-color: #de9ed6">CPU 0' in fixed
     )
     assert navy in fixed  # already 10:1
-    assert round(jaxguide_site.contrast("#ffffff", "#de9ed6"), 1) == 2.1
-    assert round(jaxguide_site.contrast("#000000", "#ffffff"), 1) == 21.0
+    assert round(contrast("#ffffff", "#de9ed6"), 1) == 2.1
+    assert round(contrast("#000000", "#ffffff"), 1) == 21.0
 
 
 def _chapter_soups(book):
@@ -156,9 +157,9 @@ def test_only_one_stylesheet_blocks_the_first_paint(book):
         assert "@import" not in css.read_text(encoding="utf-8"), css
     # Every page links the same bundle: one download for the whole site.
     assert len(bundles) == 1, bundles
-    (bundle,) = bundles
-    text = (book.html / bundle).read_text(encoding="utf-8")
-    sources = jaxguide_site._bundle_sources(book.html / bundle)
+    (bundled,) = bundles
+    text = (book.html / bundled).read_text(encoding="utf-8")
+    sources = bundle._bundle_sources(book.html / bundled)
     assert "_static/styles/pydata-sphinx-theme.css" in sources and sources[-1].endswith(
         "jaxguide.css"
     )
@@ -188,13 +189,13 @@ def test_pages_load_only_the_scripts_they_use(book):
 @pytest.mark.book
 def test_theme_script_does_not_measure_the_whole_page_on_load(book):
     """pydata-sphinx-theme's load-time pass over every code block is gone from its
-    script (tools/jaxguide_site.py); jaxguide-nav.js measures blocks near the screen, and
-    every code block is focusable until then."""
-    theme = (book.html / "_static" / "scripts" / "pydata-sphinx-theme.js").read_text()
-    assert jaxguide_site._THEME_TAB_STOPS.search(theme) is None
-    assert 'addEventListener("load"' not in theme
-    original = (jaxguide_site._theme_static() / "scripts" / "pydata-sphinx-theme.js").read_text()
-    assert jaxguide_site._THEME_TAB_STOPS.search(original) is not None
+    script (tools/jaxguide_build/site/theme.py); jaxguide-nav.js measures blocks near the
+    screen, and every code block is focusable until then."""
+    script = (book.html / "_static" / "scripts" / "pydata-sphinx-theme.js").read_text()
+    assert theme._THEME_TAB_STOPS.search(script) is None
+    assert 'addEventListener("load"' not in script
+    original = (theme.theme_static() / "scripts" / "pydata-sphinx-theme.js").read_text()
+    assert theme._THEME_TAB_STOPS.search(original) is not None
     assert "IntersectionObserver" in (book.html / "_static" / "jaxguide-nav.js").read_text()
     pres = BeautifulSoup(book.page("numpy"), "html.parser").select("pre")
     assert pres and all(p.get("tabindex") == "0" for p in pres)
@@ -217,14 +218,14 @@ def test_plain_token_spans_are_unwrapped():
     )
     # .p differs in dark mode, .w has a weight: both kept. `.sig-param.n` cannot match a
     # token span; a rule for `.n` alone elsewhere would keep it.
-    assert jaxguide_site.plain_token_classes(pygments, "em.sig-param.n{x:1}") == {"n"}
-    assert jaxguide_site.plain_token_classes(pygments, "span.n:hover{x:1}") == set()
+    assert pages.plain_token_classes(pygments, "em.sig-param.n{x:1}") == {"n"}
+    assert pages.plain_token_classes(pygments, "span.n:hover{x:1}") == set()
     page = (
         '<div class="highlight"><pre tabindex="0"><span class="n">x</span> '
         '<span class="k">if</span> <span class="n">y</span></pre></div>'
         '<p><span class="n">prose</span></p>'
     )
-    assert jaxguide_site.unwrap_plain_tokens(page, frozenset({"n"})) == (
+    assert pages.unwrap_plain_tokens(page, frozenset({"n"})) == (
         '<div class="highlight"><pre tabindex="0">x <span class="k">if</span> y</pre></div>'
         '<p><span class="n">prose</span></p>'
     )
@@ -254,22 +255,22 @@ def test_bundle_keeps_order_and_rewrites_urls(tmp_path):
     )
     page = html_dir / "index.html"
     page.write_text(head + '</head><body><p class="a b">x</p></body></html>')
-    memo = jaxguide_site.PageMemo(html_dir)
-    jaxguide_site._bundle_stylesheets(html_dir, memo)
+    page_memo = memo.PageMemo(html_dir)
+    bundle.bundle_stylesheets(html_dir, page_memo)
     soup = BeautifulSoup(page.read_text(), "html.parser")
     links = [link["href"] for link in soup.select('link[rel="stylesheet"]')]
     assert links[1:] == ["https://example.org/x.css", "_static/b.css"], links
-    bundle = html_dir / links[0]
-    text = bundle.read_text()
-    assert jaxguide_site._bundle_sources(bundle) == ["_static/styles/a.css", "_static/b.css"]
+    bundled = html_dir / links[0]
+    text = bundled.read_text()
+    assert bundle._bundle_sources(bundled) == ["_static/styles/a.css", "_static/b.css"]
     assert "@charset" not in text and "url(img/x.png)" in text
     assert text.index(".a{") < text.index(".b{") and "data:image/png;base64,AA" in text
-    assert memo.final(page, page.read_text())
+    assert page_memo.final(page, page.read_text())
     # The sources change (as a rebuild purges them again): the page links the new bundle.
     (html_dir / "_static" / "b.css").write_text(".b{color:red}")
-    jaxguide_site._bundle_stylesheets(html_dir, memo)
+    bundle.bundle_stylesheets(html_dir, page_memo)
     new = BeautifulSoup(page.read_text(), "html.parser").select('link[rel="stylesheet"]')[0]
-    assert new["href"] != links[0] and not bundle.exists()
+    assert new["href"] != links[0] and not bundled.exists()
     assert ".b{color:red}" in (html_dir / new["href"]).read_text()
 
 
@@ -285,12 +286,12 @@ def test_purge_memo_is_reused_only_while_its_inputs_match(tmp_path, monkeypatch)
     original = ".a{color:red}.b{color:blue}"
     (html_dir / "_static" / "site.css").write_text(original)
     calls = []
-    real = jaxguide_site.purge_css
-    monkeypatch.setattr(jaxguide_site, "purge_css", lambda *a: calls.append(1) or real(*a))
+    real = stylesheets.purge_css
+    monkeypatch.setattr(stylesheets, "purge_css", lambda *a: calls.append(1) or real(*a))
 
     def purge() -> str:
         (html_dir / "_static" / "site.css").write_text(original)  # as the next build starts
-        jaxguide_site._purge_stylesheets(html_dir)
+        stylesheets._purge_stylesheets(html_dir)
         return (html_dir / "_static" / "site.css").read_text()
 
     assert purge() == ".a{color:red}" and len(calls) == 1
@@ -306,7 +307,7 @@ def test_purged_stylesheets_keep_every_rule_the_pages_use(book):
     """The theme's stylesheet in the site is a fraction of the original, yet every
     selector of the original whose classes and ids all occur in the pages' markup is
     still there."""
-    original = (jaxguide_site._theme_static() / "styles" / "pydata-sphinx-theme.css").read_text(
+    original = (theme.theme_static() / "styles" / "pydata-sphinx-theme.css").read_text(
         encoding="utf-8"
     )
     purged = (book.html / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(
@@ -320,11 +321,11 @@ def test_purged_stylesheets_keep_every_rule_the_pages_use(book):
             marked.update(classes.split())
         marked.update(re.findall(r'id="([^"]*)"', text))
     needed, checked = [], 0
-    for prelude, body in jaxguide_site._css_blocks(original):
+    for prelude, body in stylesheets._css_blocks(original):
         if body is None or prelude.startswith("@"):
             continue
-        for selector in jaxguide_site._split_top(prelude, ","):
-            if jaxguide_site._selector_used(selector, marked, ()):
+        for selector in stylesheets._split_top(prelude, ","):
+            if stylesheets._selector_used(selector, marked, ()):
                 checked += 1
                 if selector.strip() not in purged:
                     needed.append(selector.strip())
@@ -344,7 +345,5 @@ def test_coloured_output_text_contrasts_at_4_5_to_1(book):
             )
         )
     assert len(pairs) >= 8, pairs
-    low = {
-        p: round(jaxguide_site.contrast(*p), 2) for p in pairs if jaxguide_site.contrast(*p) < 4.5
-    }
+    low = {p: round(contrast(*p), 2) for p in pairs if contrast(*p) < 4.5}
     assert low == {}, low

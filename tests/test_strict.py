@@ -40,7 +40,7 @@ print("fine")
 
 @pytest.mark.parametrize("pages", [1, 2])
 def test_planted_failing_cell_breaks_the_build(book_copy, pages):
-    # Two pages go through the parallel pre-execution (tools/jaxguide_fresh.py), one
+    # Two pages go through the parallel pre-execution (tools/jaxguide_build/execution.py), one
     # page through the serial one: a failure in either must fail the build, and be
     # reported the same way.
     (book_copy / "book" / "planted.md").write_text(PAGE)
@@ -66,9 +66,9 @@ def test_planted_failing_cell_breaks_the_build(book_copy, pages):
     assert ran in log
     # Reported from that run, chapter and error first, then the cell, and not executed
     # again; no internal traceback of the build tools, no request to report a bug.
-    report = log[log.index("[jaxguide-fresh] chapter 'planted' failed") :]
+    report = log[log.index("[jaxguide-build] chapter 'planted' failed") :]
     assert report.startswith(
-        "[jaxguide-fresh] chapter 'planted' failed: ZeroDivisionError: division by zero\n  in the cell:\n"
+        "[jaxguide-build] chapter 'planted' failed: ZeroDivisionError: division by zero\n  in the cell:\n"
     )
     assert "Executing notebook" not in log
     assert "Traceback (most recent call last)" not in log and "Please also report" not in log

@@ -1,5 +1,7 @@
-"""Build tooling in tools/: the staleness fingerprint, the exact stream merge, the
-files kept between builds, the build lock and the toc reader."""
+"""Build tooling in tools/jaxguide_build/: the staleness fingerprint, the patches of
+third-party libraries (the exact stream merge, the figure-number shortcut, one rule for
+untested releases), the files kept between builds, the build lock, the toc reader and
+the site's page memo."""
 
 import os
 import re
@@ -10,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from bookcheck import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import jaxguide_fresh as fresh  # noqa: E402
+from jaxguide_build import execution, patches, staleness
 
 CHAPTER = """
 ```{code-cell} ipython3
@@ -30,13 +30,13 @@ x = jaxguide.timing.table
 
 
 def test_imports_found_in_code_cells():
-    top, ours = fresh.imports_of(fresh.code_of(CHAPTER))
+    top, ours = staleness.imports_of(staleness.code_of(CHAPTER))
     assert {"numpy", "jaxguide"} <= top
     assert {"sharding", "data", "timing"} <= ours
 
 
 def test_closure_follows_the_package_init():
-    graph = fresh.PackageGraph()
+    graph = staleness.PackageGraph()
     closure = graph.closure({"gradcheck"})
     assert {"", "gradcheck", "devices", "timing"} <= closure  # __init__ imports devices, timing
     assert "sharding" not in closure
@@ -44,26 +44,24 @@ def test_closure_follows_the_package_init():
 
 
 def test_fingerprint_changes_with_a_package_version():
-    graph = fresh.PackageGraph()
-    a = fresh.fingerprint(CHAPTER, graph, version=lambda d: "1.0")
-    b = fresh.fingerprint(CHAPTER, graph, version=lambda d: "2.0" if d == "jax" else "1.0")
+    graph = staleness.PackageGraph()
+    a = staleness.fingerprint(CHAPTER, graph, version=lambda d: "1.0")
+    b = staleness.fingerprint(CHAPTER, graph, version=lambda d: "2.0" if d == "jax" else "1.0")
     assert a["digest"] != b["digest"]
     assert "jax" in a["packages"] and "numpy" in a["packages"]
-    assert "package versions changed: jax" in fresh._explain(a, b)
-    assert fresh.fingerprint(CHAPTER, graph, version=lambda d: "1.0")["digest"] == a["digest"]
+    assert "package versions changed: jax" in staleness._explain(a, b)
+    assert staleness.fingerprint(CHAPTER, graph, version=lambda d: "1.0")["digest"] == a["digest"]
 
 
 def test_stream_chunks_merge_exactly():
     import nbformat
-
-    import jaxguide_mystnb_fixes as fixes
 
     chunks = [
         nbformat.v4.new_output("stream", name="stdout", text=t)
         for t in ("cpu:2", " {CpuDevice(id=2)} cpu:2\n", "next line\n")
     ]
     image = nbformat.v4.new_output("display_data", data={"text/plain": "fig"})
-    merged = fixes.coalesce_streams(chunks[:1] + [image] + chunks[1:])
+    merged = patches.coalesce_streams(chunks[:1] + [image] + chunks[1:])
     assert [o["output_type"] for o in merged] == ["stream", "display_data"]
     assert merged[0]["text"] == "cpu:2 {CpuDevice(id=2)} cpu:2\nnext line\n"
     assert chunks[0]["text"] == "cpu:2"  # the notebook's own outputs are left untouched
@@ -82,18 +80,18 @@ def test_cells_are_read_one_by_one_and_options_and_magics_are_skipped():
         "%%writefile prog.py\nimport jaxguide.distributed",
         "%time x = 1",
     )
-    top, ours = fresh.imports_of(fresh.code_of(src))
-    assert ours == {"", "rng", "distributed"} and fresh.ALL not in ours  # "": jaxguide itself
+    top, ours = staleness.imports_of(staleness.code_of(src))
+    assert ours == {"", "rng", "distributed"} and staleness.ALL not in ours  # "": jaxguide itself
 
 
 @pytest.mark.parametrize("cell", ["%%bash\necho hi", "x?", "---\ntags: [a]\n---\nprint(("])
 def test_a_cell_that_is_not_python_depends_on_all_of_jaxguide(cell):
-    graph = fresh.PackageGraph()
+    graph = staleness.PackageGraph()
     src = chapter("from jaxguide import rng", cell)
-    _, ours = fresh.imports_of(fresh.code_of(src))
-    assert fresh.ALL in ours
+    _, ours = staleness.imports_of(staleness.code_of(src))
+    assert staleness.ALL in ours
     assert graph.closure(ours) == set(graph.files)
-    fp = fresh.fingerprint(src, graph)
+    fp = staleness.fingerprint(src, graph)
     assert set(fp["jaxguide"]) == {m or "__init__" for m in graph.files}
 
 
@@ -102,14 +100,14 @@ def test_files_next_to_a_chapter_that_it_names_are_fingerprinted(tmp_path):
     (tmp_path / "helper.py").write_text("X = 1\n")
     (tmp_path / "unused.txt").write_text("not read\n")
     (tmp_path / "other.md").write_text("# another chapter\n")
-    graph = fresh.PackageGraph()
+    graph = staleness.PackageGraph()
     src = chapter('import numpy as np\nnp.loadtxt("table.csv")', "import helper")
-    fp = fresh.fingerprint(src, graph, folder=tmp_path)
+    fp = staleness.fingerprint(src, graph, folder=tmp_path)
     assert set(fp["helpers"]) == {"table.csv", "helper.py"}
     (tmp_path / "table.csv").write_text("a,b\n1,3\n")
-    changed = fresh.fingerprint(src, graph, folder=tmp_path)
+    changed = staleness.fingerprint(src, graph, folder=tmp_path)
     assert changed["digest"] != fp["digest"]
-    assert "files it reads changed: table.csv" in fresh._explain(fp, changed)
+    assert "files it reads changed: table.csv" in staleness._explain(fp, changed)
 
 
 # --- files kept between builds --------------------------------------------------------
@@ -119,31 +117,31 @@ def test_files_next_to_a_chapter_that_it_names_are_fingerprinted(tmp_path):
 def test_an_unreadable_fingerprint_store_counts_as_empty(tmp_path, text):
     store = tmp_path / "jaxguide-fingerprints.json"
     store.write_text(text)
-    assert fresh.read_store(store) == {}
-    assert fresh.read_store(tmp_path / "missing.json") == {}
+    assert staleness.read_store(store) == {}
+    assert staleness.read_store(tmp_path / "missing.json") == {}
     store.write_text('{"numpy": {"digest": "x"}}')
-    assert fresh.read_store(store) == {"numpy": {"digest": "x"}}
+    assert staleness.read_store(store) == {"numpy": {"digest": "x"}}
 
 
 def test_write_atomic_leaves_no_partial_file(tmp_path, monkeypatch):
     import os
 
-    import jaxguide_cache
+    from jaxguide_build import cache
 
     target = tmp_path / "store.json"
-    jaxguide_cache.write_atomic(target, b"old")
+    cache.write_atomic(target, b"old")
 
     def crash(src, dst):
         raise KeyboardInterrupt  # interrupted between writing and renaming
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
-        jaxguide_cache.write_atomic(target, b"new")
+        cache.write_atomic(target, b"new")
     assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["store.json"]
 
 
 def test_a_damaged_cache_entry_is_never_used(tmp_path):
-    from jaxguide_cache import ContentCache
+    from jaxguide_build.cache import ContentCache
 
     cache = ContentCache(tmp_path, ".png")
     assert cache.get("k") is None
@@ -160,20 +158,24 @@ def test_failure_report_names_chapter_error_and_cell():
         "x = 1\nprint(1 / 0)\n------------------\n\n\x1b[31mZeroDivisionError\x1b[39m Traceback\n"
         "Cell In[3], line 2\n\x1b[31mZeroDivisionError\x1b[39m: division by zero\n"
     )
-    report = fresh.failure_report("numpy", tb)
+    report = execution.failure_report("numpy", tb)
     head, where, *cell = report.splitlines()
-    assert head == "[jaxguide-fresh] chapter 'numpy' failed: ZeroDivisionError: division by zero"
+    assert head == "[jaxguide-build] chapter 'numpy' failed: ZeroDivisionError: division by zero"
     assert where == "  in the cell:" and cell == ["    x = 1", "    print(1 / 0)"]
 
 
-def test_mystnb_patches_refuse_an_untested_release():
+def test_patches_refuse_an_untested_release():
+    """One rule for every patch: the release it was tested on goes, another stops the
+    build with a message that says what to re-check."""
     from sphinx.errors import ExtensionError
 
-    import jaxguide_mystnb_fixes as fixes
-
-    fixes.check_version("1.4.0")
-    with pytest.raises(ExtensionError, match=r"myst-nb 1\.5\.0 is installed"):
-        fixes.check_version("1.5.0")
+    patches.check("myst-nb stream merge", "1.4.0")
+    with pytest.raises(ExtensionError, match=r"myst-nb 1\.5\.0 is installed\. Check whether"):
+        patches.check("myst-nb stream merge", "1.5.0")
+    for name, patch in patches.PATCHES.items():
+        patches.check(name, patches.installed_version(patch.distribution))  # this build's
+        with pytest.raises(ExtensionError, match=re.escape(patch.recheck)):
+            patches.check(name, "999.0")
 
 
 def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
@@ -185,28 +187,28 @@ def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
             sys.executable,
             "-c",
             (
-                "import sys, time, types; sys.path.insert(0, sys.argv[1]); import jaxguide_fresh as f;"
-                "f.lock_build(types.SimpleNamespace(outdir=sys.argv[2]), None); print('held', flush=True);"
+                "import sys, time, types; from jaxguide_build import execution as e;"
+                "e.lock_build(types.SimpleNamespace(outdir=sys.argv[1]), None); print('held', flush=True);"
                 "time.sleep(2)"
             ),
-            str(ROOT / "tools"),
             str(tmp_path / "_build" / "html"),
         ],
+        cwd=ROOT / "tools",  # `python -c` imports from its working folder
         stdout=subprocess.PIPE,
         text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     start = time.perf_counter()
-    fresh.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "_build" / "html")), None)
+    execution.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "_build" / "html")), None)
     waited = time.perf_counter() - start
     holder.wait(timeout=30)
     assert waited > 1.0, waited
-    fresh._LOCK.close()
+    execution._LOCK.close()
     # Another output folder does not wait.
     start = time.perf_counter()
-    fresh.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "other" / "html")), None)
+    execution.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "other" / "html")), None)
     assert time.perf_counter() - start < 0.5
-    fresh._LOCK.close()
+    execution._LOCK.close()
 
 
 # --- the table of contents, read as Jupyter Book reads it ---------------------------
@@ -222,7 +224,7 @@ def write_book(tmp_path, toc: str, pages=("intro", "a", "b", "c")) -> tuple:
 
 
 def test_toc_forms(tmp_path):
-    import jaxguide_toc as toc
+    from jaxguide_build import toc
 
     flat = write_book(
         tmp_path / "flat", "format: jb-book\nroot: intro\nchapters:\n- file: a\n- file: b\n"
@@ -361,15 +363,12 @@ def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_p
 
     from sphinx.environment.collectors.toctree import TocTreeCollector
 
-    import jaxguide_incremental as inc
+    from jaxguide_build import incremental
 
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(ROOT / 'tools')!r})\n"
-        "extensions = ['sphinx_exercise', 'jaxguide_incremental']\n"
-        "numfig = True\n"
+        "extensions = ['sphinx_exercise', 'jaxguide_build.incremental']\nnumfig = True\n"
     )
     (src / "index.rst").write_text(
         INDEX_RST if numbered else INDEX_RST.replace("   :numbered:\n", "")
@@ -390,7 +389,7 @@ def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_p
         with open(tmp_path / "doctrees" / "environment.pickle", "rb") as f:
             registry = pickle.load(f).sphinx_exercise_registry
         assert set(registry) == {"one-ex", "one-sol", "two-ex"}
-        assert not any(inc._attached(entry["node"]) for entry in registry.values())
+        assert not any(incremental._attached(entry["node"]) for entry in registry.values())
         return ours
 
     def listings(numbers: dict, page: str) -> list:
@@ -433,11 +432,15 @@ def test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit(tmp_p
         assert "Listing 7" in (tmp_path / "out" / "two.html").read_text()
 
 
-def test_an_untested_release_builds_without_the_shortcut():
-    import jaxguide_incremental as inc
+def test_an_untested_release_stops_the_build_before_the_shortcut():
+    from sphinx.errors import ExtensionError
 
-    assert inc.tested("sphinx", "7.4.7") and inc.tested("sphinx-exercise", "1.2.1")
-    assert not inc.tested("sphinx", "8.1.0") and not inc.tested("sphinx-exercise", "1.3.0")
+    patches.check("sphinx figure numbers", "7.4.7")
+    patches.check("sphinx-exercise registry", "1.2.1")
+    with pytest.raises(ExtensionError, match=r"sphinx 8\.1\.0 is installed"):
+        patches.check("sphinx figure numbers", "8.1.0")
+    with pytest.raises(ExtensionError, match=r"sphinx-exercise 1\.3\.0 is installed"):
+        patches.check("sphinx-exercise registry", "1.3.0")
 
 
 def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
@@ -457,7 +460,7 @@ def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_main, "get_reader", fake_get_reader)
     chapter = tmp_path / "c.md"
     chapter.write_text("one")
-    with fresh.reading_once():
+    with patches.reading_once():
         read = cache_main.get_reader({"type": "plugin", "name": "myst_nb_md"})
         a, b = read(str(chapter)), read(str(chapter))
         assert a == b == {"text": "one", "cells": []} and a is not b and len(parses) == 1
@@ -476,7 +479,7 @@ def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
 def test_page_memo_reads_a_page_again_only_when_it_changed(tmp_path, monkeypatch, caplog):
     import json
 
-    import jaxguide_site as site
+    from jaxguide_build.site import memo as site
 
     out = tmp_path / "html"
     out.mkdir()
@@ -506,8 +509,10 @@ def test_page_memo_reads_a_page_again_only_when_it_changed(tmp_path, monkeypatch
 
 
 def test_page_memo_is_tied_to_the_code_that_finishes_pages(tmp_path, monkeypatch):
-    """A change to the site extension's code (what a final page is) empties the memo."""
-    import jaxguide_site as site
+    """A change to the code of the site's passes (what a final page is) empties the memo."""
+    import shutil
+
+    from jaxguide_build.site import memo as site
 
     out = tmp_path / "html"
     out.mkdir()
@@ -516,7 +521,11 @@ def test_page_memo_is_tied_to_the_code_that_finishes_pages(tmp_path, monkeypatch
     memo.entry(out / "a.html")
     memo.save()
     assert site.PageMemo(out).pages
-    code = tmp_path / "jaxguide_site.py"
-    code.write_bytes(Path(site.__file__).read_bytes() + b"\n# changed\n")
-    monkeypatch.setattr(site, "__file__", str(code))
+    code = shutil.copytree(
+        site.CODE, tmp_path / "site", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    assert site.code_digest(code) == site.code_digest()
+    pages = code / "pages.py"
+    pages.write_bytes(pages.read_bytes() + b"\n# changed\n")
+    monkeypatch.setattr(site, "CODE", code)
     assert site.PageMemo(out).pages == {}

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookcheck import ROOT
+from jaxguide_build import execution
+from jaxguide_build.environment import uv
 
 RUNNER = """
 import sys, nbformat, nbclient, jaxguide
@@ -39,12 +41,6 @@ print("OK", path)
 """
 
 
-def uv() -> str:
-    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
-    assert Path(found).exists(), "uv not found: run make env"
-    return found
-
-
 @dataclass
 class WheelRun:
     executed: Path  # the executed notebooks, one per chapter
@@ -53,7 +49,7 @@ class WheelRun:
 
 _WHEEL_RUN: dict[str, object] = {}
 # Set when the session's book build has ended; _BOOK_CACHE["folder"] is then its JAX
-# compilation cache (tools/jaxguide_fresh.py: one folder per chapter).
+# compilation cache (tools/jaxguide_build/execution.py: one folder per chapter).
 _BOOK_BUILT = threading.Event()
 _BOOK_CACHE: dict[str, Path] = {}
 
@@ -89,10 +85,9 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     filled for its chapter, as the build's own re-executions do: the same programs are
     not compiled twice, and nothing else changes (a cached program is the program XLA
     would compile). Notebooks whose code reads compilation itself (compile times,
-    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_fresh.py)
+    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_build/execution.py)
     compile from scratch, as in the build. Executing after the build rather than beside
     it also keeps four kernels off this 2-core machine's two cores."""
-    import jaxguide_fresh  # tools/ (on the path through tests/conftest.py)
 
     run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
     run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
@@ -148,9 +143,9 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
             for c in json.loads(nb.read_text())["cells"]
             if c["cell_type"] == "code"
         )
-        if cache is None or jaxguide_fresh.SHOWS_COMPILATION.search(code):
+        if cache is None or execution.SHOWS_COMPILATION.search(code):
             return base_env
-        return {**base_env, **jaxguide_fresh.compilation_cache_env(cache / nb.stem)}
+        return {**base_env, **execution.compilation_cache_env(cache / nb.stem)}
 
     while pending or procs:
         while pending and len(procs) < 2:

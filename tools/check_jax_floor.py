@@ -34,10 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+import make_notebooks  # tools/, the folder of this script
+from jaxguide_build.environment import uv as find_uv
 
-import make_notebooks  # noqa: E402  (tools/ is not a package)
+ROOT = Path(__file__).resolve().parents[1]
 
 RUNNER = """
 import sys, nbformat, nbclient, jax, jaxguide
@@ -60,10 +60,10 @@ def floor() -> str:
 
 
 def uv() -> str:
-    found = shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
-    if not Path(found).exists():
-        raise SystemExit("check_jax_floor: uv not found; run `make env` first.")
-    return found
+    try:
+        return find_uv()
+    except FileNotFoundError as err:
+        raise SystemExit(f"check_jax_floor: {err}") from None
 
 
 def run(*args: str, **kwargs) -> str:

@@ -47,8 +47,7 @@ import textwrap
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import check_jax_floor  # noqa: E402  (tools/ is not a package)
+import check_jax_floor  # tools/, the folder of this script
 
 ROOT = check_jax_floor.ROOT
 NOTEBOOKS = ROOT / "notebooks"

@@ -39,8 +39,7 @@ import jupytext
 import nbformat
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import jaxguide_toc  # noqa: E402
+from jaxguide_build import toc
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"
@@ -307,7 +306,7 @@ def version() -> str:
 
 def chapters() -> list[str]:
     """Every page of _toc.yml that is a notebook (has code cells), in reading order."""
-    names = jaxguide_toc.pages(ROOT / "_toc.yml", ROOT / "book")
+    names = toc.pages(ROOT / "_toc.yml", ROOT / "book")
     return [n for n in names if "```{code-cell}" in (ROOT / "book" / f"{n}.md").read_text()]
 
 

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import jaxguide_toc  # noqa: E402
+from jaxguide_build import toc
 
 ROOT = Path(__file__).resolve().parents[1]
 BANK = ROOT / "book" / "questions.yml"
@@ -81,7 +80,7 @@ class Entry:
 def topics() -> dict[str, str]:
     """Every topic, in reading order, with its title (a chapter's first heading)."""
     out: dict[str, str] = {}
-    for page in jaxguide_toc.pages(ROOT / "_toc.yml", ROOT / "book"):
+    for page in toc.pages(ROOT / "_toc.yml", ROOT / "book"):
         if page in NOT_TOPICS:
             continue
         text = (ROOT / "book" / f"{page}.md").read_text()

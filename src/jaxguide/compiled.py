@@ -169,7 +169,9 @@ class _Instruction:
 
 
 def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruction]]:
-    """Instructions by computation, and every instruction by name."""
+    """Instructions by computation, and every instruction by name: the one reader of HLO
+    text in the package (``pipeline.permute_pairs`` and ``profile.scopes`` use it too).
+    Instruction lines outside a computation (a line quoted on its own) belong to ``""``."""
     computations: dict[str, list[_Instruction]] = {}
     by_name: dict[str, _Instruction] = {}
     current = None
@@ -179,8 +181,8 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
             if match:
                 current = match.group(1)
                 computations[current] = []
-            continue
-        if line.strip() == "}":
+                continue
+        elif line.strip() == "}":
             current = None
             continue
         match = _INSTRUCTION.match(line)
@@ -191,10 +193,27 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
             continue
         shape, op, args, attrs = parts
         operands = tuple(re.findall(r"%([\w.\-]+)", args))
-        ins = _Instruction(match.group(1), shape, op, operands, attrs, current)
-        computations[current].append(ins)
+        ins = _Instruction(match.group(1), shape, op, operands, attrs, current or "")
+        computations.setdefault(current or "", []).append(ins)
         by_name[ins.name] = ins
     return computations, by_name
+
+
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+def _op_name(attrs: str) -> str | None:
+    """The ``op_name`` of an instruction's metadata, or None."""
+    match = _OP_NAME.search(attrs)
+    return match.group(1) if match else None
+
+
+def _pairs(attrs: str) -> tuple[tuple[int, int], ...]:
+    """A collective-permute's ``source_target_pairs={{0,1},{1,2}}``: ``((0, 1), (1, 2))``."""
+    match = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", attrs)
+    if not match:
+        return ()
+    return tuple((int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", match.group(1)))
 
 
 def _group_size(attrs: str, devices: int | None = None) -> int | None:
@@ -214,9 +233,9 @@ def _group_size(attrs: str, devices: int | None = None) -> int | None:
     if match:  # mesh groups: mesh['axis_0'=8,'axis_1'=1] {'axis_0'}
         sizes = dict(re.findall(r"'([^']+)'=(\d+)", match.group(1)))
         return math.prod(int(sizes[a]) for a in re.findall(r"'([^']+)'", match.group(2)))
-    match = re.search(r"source_target_pairs=\{(.*?)\}\}", attrs)
-    if match:  # collective-permute: the devices that send or receive
-        return len(set(re.findall(r"\d+", match.group(1))))
+    pairs = _pairs(attrs)
+    if pairs:  # collective-permute: the devices that send or receive
+        return len({d for pair in pairs for d in pair})
     return None
 
 
@@ -235,6 +254,8 @@ class Collective:
         name: the instruction's name in the HLO text.
         in_loop: the collective sits in the body of a loop (``while``, from
             ``scan``/``fori_loop``), so it runs once per iteration, not once.
+        source_target_pairs: for a collective-permute, the ``(source, target)``
+            device pairs it sends along, in HLO's order; ``()`` for the other kinds.
     """
 
     kind: str
@@ -245,6 +266,7 @@ class Collective:
     group_size: int | None
     name: str
     in_loop: bool = False
+    source_target_pairs: tuple[tuple[int, int], ...] = ()
 
     @property
     def operands(self) -> str:
@@ -365,6 +387,68 @@ def _cost(compiled: Any) -> dict[str, float]:
     return dict(cost or {})
 
 
+def _collectives(
+    hlo: str, computations: dict[str, list[_Instruction]], by_name: dict[str, _Instruction]
+) -> tuple[Collective, ...]:
+    """Every collective of a program (its HLO text, and what :func:`_parse` read from it),
+    in program order."""
+    partitions = re.search(r"num_partitions=(\d+)", hlo.split("\n", 1)[0])
+    devices = int(partitions.group(1)) if partitions else None
+
+    # The -done half of an async collective holds its result; map start -> done.
+    done_of = {
+        ins.operands[0]: ins
+        for ins in by_name.values()
+        if ins.op.endswith("-done") and ins.operands
+    }
+    # Computations that run once per loop iteration: while bodies, and what they call.
+    looped: set[str] = set()
+    todo = [
+        m
+        for ins in by_name.values()
+        if ins.op == "while"
+        for m in re.findall(r"(?:body|condition)=%([\w.\-]+)", ins.attrs)
+    ]
+    while todo:
+        name = todo.pop()
+        if name in looped or name not in computations:
+            continue
+        looped.add(name)
+        for ins in computations[name]:
+            todo += re.findall(r"(?:calls|to_apply|body|condition)=%([\w.\-]+)", ins.attrs)
+            todo += re.findall(
+                r"%([\w.\-]+)", "".join(re.findall(r"branch_computations=\{([^}]*)\}", ins.attrs))
+            )
+
+    collectives: list[Collective] = []
+    for name, instructions in computations.items():
+        for ins in instructions:
+            op_kind = ins.op.removesuffix("-start")
+            if op_kind not in COLLECTIVES:
+                continue
+            operands = [by_name[o] for o in ins.operands if o in by_name]
+            arrays = [a for o in operands for a in _arrays(o.shape)]
+            result = (
+                done_of[ins.name].shape
+                if ins.op.endswith("-start") and ins.name in done_of
+                else ins.shape
+            )
+            collectives.append(
+                Collective(
+                    kind=op_kind,
+                    shapes=tuple(dims for _, dims in arrays),
+                    dtypes=tuple(dt for dt, _ in arrays),
+                    operand_bytes=_nbytes(arrays),
+                    result_bytes=_nbytes(_arrays(result)),
+                    group_size=_group_size(ins.attrs, devices),
+                    name=ins.name,
+                    in_loop=name in looped,
+                    source_target_pairs=_pairs(ins.attrs),
+                )
+            )
+    return tuple(collectives)
+
+
 def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
     """Compile ``f`` for these arguments and report what the compiled program does.
 
@@ -398,59 +482,7 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
     compiled = jitted.lower(*args, **kwargs).compile()
     hlo = compiled.as_text()
     computations, by_name = _parse(hlo)
-    partitions = re.search(r"num_partitions=(\d+)", hlo.split("\n", 1)[0])
-    devices = int(partitions.group(1)) if partitions else None
-
-    # The -done half of an async collective holds its result; map start -> done.
-    done_of = {
-        ins.operands[0]: ins
-        for ins in by_name.values()
-        if ins.op.endswith("-done") and ins.operands
-    }
-    # Computations that run once per loop iteration: while bodies, and what they call.
-    looped: set[str] = set()
-    todo = [
-        m
-        for ins in by_name.values()
-        if ins.op == "while"
-        for m in re.findall(r"(?:body|condition)=%([\w.\-]+)", ins.attrs)
-    ]
-    while todo:
-        name = todo.pop()
-        if name in looped or name not in computations:
-            continue
-        looped.add(name)
-        for ins in computations[name]:
-            todo += re.findall(r"(?:calls|to_apply|body|condition)=%([\w.\-]+)", ins.attrs)
-            todo += re.findall(
-                r"%([\w.\-]+)", "".join(re.findall(r"branch_computations=\{([^}]*)\}", ins.attrs))
-            )
-
-    collectives = []
-    for name, instructions in computations.items():
-        for ins in instructions:
-            op_kind = ins.op.removesuffix("-start")
-            if op_kind not in COLLECTIVES:
-                continue
-            operands = [by_name[o] for o in ins.operands if o in by_name]
-            arrays = [a for o in operands for a in _arrays(o.shape)]
-            result = (
-                done_of[ins.name].shape
-                if ins.op.endswith("-start") and ins.name in done_of
-                else ins.shape
-            )
-            collectives.append(
-                Collective(
-                    kind=op_kind,
-                    shapes=tuple(dims for _, dims in arrays),
-                    dtypes=tuple(dt for dt, _ in arrays),
-                    operand_bytes=_nbytes(arrays),
-                    result_bytes=_nbytes(_arrays(result)),
-                    group_size=_group_size(ins.attrs, devices),
-                    name=ins.name,
-                    in_loop=name in looped,
-                )
-            )
+    collectives = _collectives(hlo, computations, by_name)
 
     fusions = []
     for instructions in computations.values():
@@ -480,7 +512,7 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
         return int(getattr(memory, field, 0) or 0)
 
     return ProgramReport(
-        collectives=tuple(collectives),
+        collectives=collectives,
         fusions=tuple(fusions),
         flops=cost.get("flops"),
         bytes_accessed=cost.get("bytes accessed"),
@@ -572,7 +604,7 @@ def op_name(report: ProgramReport, collective: Collective | str) -> str:
         >>> op_name(report, report.collectives[0]).startswith("jit(<lambda>)")
         True
     """
-    match = re.search(r'op_name="([^"]*)"', hlo_line(report, collective))
+    match = _OP_NAME.search(hlo_line(report, collective))
     return match.group(1) if match else ""
 
 

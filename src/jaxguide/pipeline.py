@@ -31,7 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -311,9 +310,6 @@ def plot_schedule(
     return ax
 
 
-_PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
-
-
 def permute_pairs(hlo: str) -> list[tuple[tuple[int, int], ...]]:
     """The ``(source, target)`` device pairs of every collective-permute in HLO text.
 
@@ -338,12 +334,11 @@ def permute_pairs(hlo: str) -> list[tuple[tuple[int, int], ...]]:
             f"permute_pairs(hlo=...): hlo must be the program's HLO text (a str), "
             f"got {type(hlo).__name__}; pass jaxguide.compiled.analyze(f, ...).hlo."
         )
-    found = []
-    for line in hlo.splitlines():
-        if not re.search(r"\bcollective-permute(-start)?\(", line):
-            continue
-        match = _PAIRS.search(line)
-        if match:
-            pairs = re.findall(r"\{(\d+),(\d+)\}", match.group(1))
-            found.append(tuple((int(a), int(b)) for a, b in pairs))
-    return found
+    from jaxguide import compiled
+
+    computations, by_name = compiled._parse(hlo)
+    return [
+        c.source_target_pairs
+        for c in compiled._collectives(hlo, computations, by_name)
+        if c.kind == "collective-permute"
+    ]

@@ -136,9 +136,6 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
     return sorted(events, key=lambda e: e.start_us)
 
 
-_METADATA = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?op_name=\"([^\"]*)\"")
-
-
 def scopes(hlo: str) -> dict[str, str]:
     """Each instruction's ``op_name`` in a compiled program's text, without the outer
     ``jit(...)/`` part: ``'dense/dot_general'`` for an op traced in
@@ -156,11 +153,12 @@ def scopes(hlo: str) -> dict[str, str]:
         ValueError: ``hlo`` is empty.
     """
     _checks.string("scopes", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
+    from jaxguide import compiled
+
     found = {}
-    for line in hlo.splitlines():
-        m = _METADATA.match(line)
-        if m:
-            name, op_name = m.groups()
+    for name, instruction in compiled._parse(hlo)[1].items():
+        op_name = compiled._op_name(instruction.attrs)
+        if op_name is not None:
             found[name] = re.sub(r"^(?:jit|pjit)\([^)]*\)/", "", op_name)
     return found
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jaxguide import _checks
+from jaxguide import _checks, _wcag
 from jaxguide._types import Batch
 
 if TYPE_CHECKING:
@@ -261,21 +261,11 @@ def _device_colors(ids: Iterable[int]) -> dict[int, str]:
     return {i: DEVICE_COLORS[i % len(DEVICE_COLORS)] for i in ids}
 
 
-def _relative_luminance(color: _Color) -> float:
-    """WCAG 2 relative luminance of a colour (a hex string or an RGB(A) tuple in 0..1)."""
+def _contrast(a: _Color, b: _Color) -> float:
+    """WCAG 2 contrast ratio of two colours (any matplotlib colour), 1 to 21."""
     from matplotlib.colors import to_rgb
 
-    def linear(c: float) -> float:
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (linear(c) for c in to_rgb(color))
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: _Color, b: _Color) -> float:
-    """WCAG 2 contrast ratio of two colours, from 1 (same) to 21 (black on white)."""
-    light, dark = sorted((_relative_luminance(a), _relative_luminance(b)), reverse=True)
-    return (light + 0.05) / (dark + 0.05)
+    return _wcag.contrast(to_rgb(a), to_rgb(b))
 
 
 def _label_color(background: _Color) -> str:

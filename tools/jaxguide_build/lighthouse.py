@@ -2,7 +2,7 @@
 
 Runs the locked Lighthouse from npm (``package.json``; ``make lighthouse-deps`` installs
 it into ``node_modules/``) with its default mobile profile (simulated slow 4G, 4x CPU
-slowdown) against pages served by :mod:`jaxguide_serve` (gzip, as GitHub Pages serves
+slowdown) against pages served by :mod:`jaxguide_build.serve` (gzip, as GitHub Pages serves
 them), in Debian's Chromium (``--headless=new``, no background networking). Used by
 ``bench/lighthouse.py`` (every page, three runs each) and ``tests/test_browser.py``
 (the landing page and the two heaviest chapters).
@@ -19,7 +19,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .environment import ROOT
+
 LIGHTHOUSE = ROOT / "node_modules" / "lighthouse" / "cli" / "index.js"
 CATEGORIES = ("performance", "accessibility", "best-practices")
 CHROME_FLAGS = [

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from .environment import ROOT
+
 TOC = ROOT / "_toc.yml"
 BOOK = ROOT / "book"
 
@@ -29,7 +31,7 @@ class Part:
     pages: tuple[str, ...]
 
 
-def _site_map(toc: Path):
+def _site_map(toc: Path) -> Any:
     from sphinx_external_toc.parsing import parse_toc_yaml
 
     if not toc.is_file():

@@ -1,0 +1,305 @@
+"""Sphinx extension: execute the chapters that need it, before Sphinx reads them.
+
+:mod:`jaxguide_build.staleness` decides which chapters' outputs are stale; this module
+executes those, and every chapter with no cached outputs, with jupyter-cache (in
+parallel when there are several: :func:`preexecute`). A chapter that fails there stops
+the build with a short report (chapter, error, cell: :func:`failure_report`) and
+nothing else, and is not executed a second time. Two builds into the same output folder
+do not run at once: the second waits for the first (:func:`lock_build`).
+
+The kernels the build starts (:class:`BuildKernelManager`, used by every
+``nbclient.NotebookClient`` of the build) talk to the build over IPC sockets in a fresh
+private folder each (``tempfile.mkdtemp``), not over TCP: no port is opened, two builds
+never share a socket, and ipykernel has no reason to warn that TCP is unencrypted. They
+also get JAX's persistent compilation cache, in a folder of the chapter's own under the
+build's ``_build/.jax_cache``, through their environment only (the chapters do not
+mention it, so a Colab reader never has it); a chapter whose code looks at compilation
+itself, or runs several JAX processes at once (:data:`SHOWS_COMPILATION`), runs without
+it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from jupyter_client import AsyncKernelManager
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.environment import BuildEnvironment
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+from . import patches
+from .staleness import save
+
+logger = logging.getLogger(__name__)
+
+
+_AT_EXIT: set[object] = set()  # what setup() registered with atexit (once per process)
+
+
+def preexecute(
+    app: Sphinx, env: BuildEnvironment, added: set[str], changed: set[str], removed: set[str]
+) -> list[str]:
+    """``env-get-outdated`` (runs after :func:`~jaxguide_build.staleness.outdated`): execute every chapter that
+    has no cached outputs, before Sphinx reads them, with jupyter-cache's parallel
+    executor (one process per core) when ``jaxguide_parallel_execution`` is on and more
+    than one needs it, else its serial one; myst-nb then finds their outputs in the
+    cache. A chapter that fails stops the build with :func:`failure_report`'s short
+    report (chapter, error, cell), one chapter or many, and is not executed again.
+    """
+    from jupyter_cache import get_cache
+
+    state: Any = app.env  # holds staleness's jaxguide_* attributes and mystnb_config
+    # Only pages Sphinx is about to read can need executing: new, edited or stale ones.
+    candidates = set(added) | set(changed) | set(getattr(state, "jaxguide_stale", ()))
+    chapters = {d: p for d, p in state.jaxguide_chapters.items() if d in candidates}
+    if not chapters:
+        return []
+    cache = get_cache(state.mystnb_config.execution_cache_path)
+    paths = [str(p.resolve()) for p in chapters.values()]
+    with patches.reading_once():
+        for path in paths:
+            cache.add_nb_to_project(path, read_data={"type": "plugin", "name": "myst_nb_md"})
+        pending = [r.uri for r in cache.list_unexecuted(filter_uris=paths)]
+        if pending:
+            _execute(app, cache, pending)
+    return []
+
+
+def _execute(app: Sphinx, cache: Any, pending: list[str]) -> None:
+    """Execute the chapters ``pending`` (their URIs) into ``cache``; stop the build with
+    :func:`failure_report` if one fails."""
+    import logging as std_logging
+
+    from jupyter_cache.executors import load_executor
+
+    names = ", ".join(sorted(Path(u).stem for u in pending))
+    parallel = app.config.jaxguide_parallel_execution and len(pending) > 1
+    if parallel:
+        logger.info(f"[jaxguide-build] executing {len(pending)} chapters in parallel: {names}")
+    else:
+        logger.info(
+            f"[jaxguide-build] executing {len(pending)} chapter{'s' * (len(pending) > 1)}: {names}"
+        )
+    kind = "local-parallel" if parallel else "local-serial"
+    # jupyter-cache logs each failure with its whole coloured traceback; the report below
+    # says it shorter, so its log stays out of the build's.
+    # (The parallel executor sets the level of its workers' multiprocessing logger
+    # from this logger's.)
+    quiet = std_logging.getLogger("jaxguide_build.execution.jupyter_cache")
+    quiet.propagate = False
+    quiet.setLevel(std_logging.CRITICAL)
+    if not quiet.handlers:
+        quiet.addHandler(std_logging.NullHandler())
+    executor = load_executor(kind, cache=cache, logger=quiet)
+    result = executor.run_and_cache(
+        filter_uris=pending,
+        timeout=app.env.mystnb_config.execution_timeout,  # type: ignore[attr-defined]
+        allow_errors=False,
+    )
+    failed = result.excepted + result.errored
+    if failed:
+        # Report every failure now, from the run that made it, and stop: executing a
+        # failing chapter a second time only to report it would double the wait. The
+        # report is all the log says: raising an exception here would add dozens of lines
+        # of Sphinx's and Jupyter Book's own traceback after it. The fingerprints of the
+        # chapters that did execute are saved first (staleness.save).
+        reports = [
+            failure_report(Path(uri).stem, cache.get_project_record(uri).traceback or "")
+            for uri in failed
+        ]
+        report = "\n\n".join(reports)
+        save(app, ExtensionError(report))
+        print(
+            f"\n{report}\n\nThe build stopped: fix the cell above and build again.",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(1)
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failure_report(chapter: str, traceback: str) -> str:
+    """A failing cell's report, shortest first: the chapter, the error, then the cell.
+
+    ``traceback`` is what nbclient recorded (its ``CellExecutionError`` text: the cell's
+    source between dashed lines, then the traceback, ending with ``Name: message``).
+    """
+    text = ANSI.sub("", traceback).strip()
+    parts = re.split(r"^-{10,}$", text, flags=re.M)
+    cell = parts[1].strip("\n") if len(parts) >= 3 else ""
+    lines = [l for l in text.splitlines() if l.strip()]
+    error = next(
+        (
+            l.strip()
+            for l in reversed(lines)
+            if re.match(r"^\s*[\w.]+(Error|Exception|Exit|Interrupt)\b", l)
+        ),
+        lines[-1] if lines else "unknown error",
+    )
+    numbered = "\n".join(f"    {l}" for l in cell.splitlines()[:25])
+    return f"[jaxguide-build] chapter '{chapter}' failed: {error}\n  in the cell:\n{numbered}"
+
+
+_LOCK: IO[str] | None = None
+
+
+def lock_build(app: Sphinx, config: Config | None) -> None:
+    """``config-inited``: one build of an output folder at a time. A second build of the
+    same checkout waits for the first (its cache, store and pages would be written by
+    both at once); builds into different output folders do not wait for each other."""
+    global _LOCK
+    import fcntl
+
+    folder = Path(app.outdir).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _LOCK = open(folder / ".jaxguide-build.lock", "w")
+    try:
+        fcntl.flock(_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        logger.info(
+            f"[jaxguide-build] another build of {folder} is running; waiting for it to finish"
+        )
+        fcntl.flock(_LOCK, fcntl.LOCK_EX)
+
+
+#: Code that reads compilation itself: compile times (a benchmark's first call), compile
+#: logs, compile events. A persistent-cache hit skips the compilation these show, so a
+#: chapter whose code matches runs without the cache. So does a chapter that runs
+#: several JAX processes at once (``jax.distributed``): JAX writes a cache entry in
+#: place, and a process reading it at that moment would warn in the output.
+SHOWS_COMPILATION = re.compile(
+    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|backend_compile"
+    r"|jax\.distributed"
+)
+
+
+#: Environment the build adds to its kernels (set by :func:`kernel_settings`).
+KERNEL_ENV: dict[str, str] = {}
+
+
+def compilation_cache_env(folder: Path) -> dict[str, str]:
+    """The environment that gives a kernel JAX's persistent compilation cache in
+    ``folder``, caching every program however small or fast to compile."""
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(folder),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        # Not JAX_COMPILATION_CACHE_MAX_SIZE: JAX needs `filelock` for it, and without
+        # it warns in the cell's output and caches nothing. trim_cache bounds it instead.
+    }
+
+
+def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
+    """Delete the oldest entries of a compilation cache folder until it holds at most
+    ``keep_bytes`` (entries of programs no chapter compiles any more pile up)."""
+    if not folder.is_dir():
+        return
+    entries = sorted(
+        (p.stat().st_mtime, p.stat().st_size, p) for p in folder.rglob("*") if p.is_file()
+    )
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in entries:
+        if total <= keep_bytes:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
+def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, str]:
+    """What :data:`KERNEL_ENV` a notebook's kernel gets: all of it, with the
+    compilation cache in a folder of the chapter's own (two chapters executing at once
+    never write or read one entry at the same moment: JAX writes entries in place), or
+    none of the cache if the notebook's code looks at compilation
+    (:data:`SHOWS_COMPILATION`) or the chapter is not known."""
+    code = "\n".join(
+        c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code"
+    )
+    env = dict(KERNEL_ENV)
+    if SHOWS_COMPILATION.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
+        return {
+            k: v
+            for k, v in env.items()
+            if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))
+        }
+    if "JAX_COMPILATION_CACHE_DIR" in env and chapter:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
+    return env
+
+
+class BuildKernelManager(AsyncKernelManager):
+    """A kernel manager for the build's kernels: IPC sockets (and the connection file) in
+    a fresh private folder, removed when the kernel shuts down, and extra environment
+    variables (:attr:`extra_env`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.extra_env: dict[str, str] = {}
+        self.socket_dir = tempfile.mkdtemp(prefix="jaxguide-kernel-")
+        self.transport = "ipc"
+        self.ip = os.path.join(self.socket_dir, "k")
+        self.connection_file = os.path.join(self.socket_dir, "kernel.json")
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
+        if self.extra_env:
+            kw["env"] = {**(kw.get("env") or os.environ), **self.extra_env}
+        return await super()._async_pre_start_kernel(**kw)
+
+    pre_start_kernel = _async_pre_start_kernel
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    cleanup_resources = _async_cleanup_resources
+
+
+def kernel_settings(app: Sphinx, config: Config) -> None:
+    """``config-inited``: the environment of the build's kernels (:data:`KERNEL_ENV`), with
+    the compilation cache in this build's own output folder (``jaxguide_compilation_cache``)."""
+    KERNEL_ENV.clear()
+    # A claim that does not hold (jaxguide.claim) stops the build at its cell; in Colab it
+    # prints what differs and carries on.
+    KERNEL_ENV["JAXGUIDE_STRICT_CLAIMS"] = "1"
+    if config.jaxguide_compilation_cache:
+        folder = Path(app.outdir).parent / ".jax_cache"
+        trim_cache(folder)
+        KERNEL_ENV.update(compilation_cache_env(folder))
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("jaxguide_parallel_execution", False, "env")
+    app.add_config_value("jaxguide_compilation_cache", False, "")
+    app.connect("config-inited", lock_build)
+    # The build leaves a large graph of objects (the environment, the doctrees) that
+    # Python's garbage collector walks again while the process exits, a large part of a
+    # no-change rebuild. Freezing them at exit skips that walk; memory goes back to the OS
+    # with the process either way. (atexit: a build run inside another program, such as
+    # a test, keeps its normal collection until that program exits.)
+    if gc.freeze not in _AT_EXIT:
+        atexit.register(gc.freeze)
+        _AT_EXIT.add(gc.freeze)
+    app.connect("config-inited", kernel_settings)
+    # The kernels it starts: BuildKernelManager, knowing their chapter; jupyter-cache
+    # parses each chapter once.
+    patches.install(
+        app,
+        "nbclient kernel manager",
+        "jupyter-cache worker chapter",
+        "jupyter-cache single parse",
+    )
+    # After staleness.outdated (priority 500) has dropped the stale chapters' outputs.
+    app.connect("env-get-outdated", preexecute, priority=600)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
