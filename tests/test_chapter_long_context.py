@@ -182,7 +182,7 @@ def test_backward_pass_is_a_reversed_ring(text, g):
 
 def test_gradient_saves_k_and_v_of_the_whole_sequence(g):
     growth = g["residual_growth"]
-    assert sorted(growth) == [2048, 4096, 8192]
+    assert sorted(growth) == [2048, 4096]
     for t, (saved, kv_all, fwd, grad) in growth.items():
         assert kv_all == 2 * t * 2 * 64 * F32  # K and V, all T positions, by hand
         assert saved >= 0.85 * kv_all  # O(T) per device, not O(T / p)
@@ -190,3 +190,6 @@ def test_gradient_saves_k_and_v_of_the_whole_sequence(g):
     ts = sorted(growth)
     for a, b in zip(ts, ts[1:]):
         assert growth[b][0] == pytest.approx(2 * growth[a][0], rel=0.1)
+    ratios = [growth[t][0] / growth[t][1] for t in ts]
+    low, high = f"{min(ratios):.1f}", f"{max(ratios):.1f}"
+    assert g["saved_over_kv"] == (low if low == high else f"{low} to {high}")
