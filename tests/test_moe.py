@@ -75,6 +75,20 @@ def test_route_works_under_jit_vmap_and_grad():
     assert grad.shape == (10, 5) and np.all(np.isfinite(grad)) and np.any(grad != 0)
 
 
+def test_route_normalize_is_mixtrals_softmax_over_the_top_k():
+    logits = jax.random.normal(jax.random.key(1), (12, 6))
+    r = route(logits, 2, 12, normalize=True)
+    top, idx = jax.lax.top_k(logits, 2)
+    np.testing.assert_allclose(r.gates, jax.nn.softmax(top, axis=-1), rtol=1e-6)
+    np.testing.assert_array_equal(r.experts, idx)
+    plain = route(logits, 2, 12)
+    assert not np.allclose(plain.gates.sum(-1), 1.0)  # the default is not normalised
+    one = jax.grad(lambda l: route(l, 1, 12, normalize=True).gates.sum())(logits)
+    assert np.abs(one).max() < 1e-6  # k = 1: a gate of 1, no gradient to the router
+    with pytest.raises(TypeError, match=r"route\(normalize=1\): normalize must be True or False"):
+        route(logits, 2, 12, normalize=1)
+
+
 @pytest.mark.parametrize(
     ("tokens", "experts", "k", "factor"),
     [(128, 16, 2, 1.25), (100, 7, 3, 1.1), (1, 1, 1, 0.01), (4096, 256, 8, 1.0), (10, 3, 1, 2.0)],

@@ -118,21 +118,25 @@ def _matrix(fn: str, name: str, value: object, *, integer: bool) -> jax.Array:
     return array
 
 
-def route(logits: jax.Array, k: int, capacity: int) -> Routing:
+def route(logits: jax.Array, k: int, capacity: int, *, normalize: bool = False) -> Routing:
     """Top-``k`` routing with a capacity per expert.
 
     Args:
         logits: router scores, shape ``(tokens, experts)``, floating point.
         k: experts per token, between 1 and ``experts``.
         capacity: slots per expert, ``>= 1`` (see :func:`capacity`).
+        normalize: divide each token's ``k`` gates by their sum, as GShard does (the
+            same as Mixtral's softmax over the top-``k`` logits). False keeps the
+            softmax over all experts, as Switch Transformer does (with ``k = 1`` a
+            normalised gate is always 1 and gives the router no gradient).
 
     Returns:
         A :class:`Routing`. Works under ``jit``, ``vmap`` and ``grad`` (the gates
         carry the gradient; the choices, slots and drops are integers).
 
     Raises:
-        TypeError: ``logits`` is not a floating-point array, or ``k``/``capacity``
-            is not an int.
+        TypeError: ``logits`` is not a floating-point array, ``k``/``capacity``
+            is not an int, or ``normalize`` is not a bool.
         ValueError: ``logits`` is not 2-D, ``k`` is out of range, ``capacity < 1``.
 
     Example:
@@ -140,6 +144,9 @@ def route(logits: jax.Array, k: int, capacity: int) -> Routing:
         >>> r = route(jnp.array([[0.0, 1.0], [0.0, 2.0]]), k=1, capacity=2)
         >>> r.experts[:, 0].tolist(), r.kept.all().item()
         ([1, 1], True)
+        >>> r = route(jnp.array([[0.0, 1.0, 2.0]]), k=2, capacity=1, normalize=True)
+        >>> round(float(r.gates.sum()), 6)
+        1.0
     """
     import jax
     import jax.numpy as jnp
@@ -153,9 +160,12 @@ def route(logits: jax.Array, k: int, capacity: int) -> Routing:
             f"(logits has shape {logits.shape})."
         )
     capacity = _checks.positive_int("route", "capacity", capacity, example=8)
+    normalize = _checks.boolean("route", "normalize", normalize)
 
     probs = jax.nn.softmax(logits, axis=-1)
     gates, experts = jax.lax.top_k(probs, k)
+    if normalize:
+        gates = gates / gates.sum(axis=-1, keepdims=True)
     # Queue order: rank-major (all first choices, then all second ...), then token.
     ranked = experts.T.reshape(-1)  # (k * tokens,)
     onehot = jax.nn.one_hot(ranked, n_experts, dtype=jnp.int32)
