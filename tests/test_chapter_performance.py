@@ -80,12 +80,32 @@ def test_time_per_scope(book):
     # The weight gradient of the 16-column layer is a plain dot, inside its phase.
     assert g["dw2_kind"] == "dot" and 0 < g["dw2_us"] <= per_phase["layer2 backward"]
     assert "ynn_fusion" in g["fused_matmuls"]
+    # All three weight gradients are plain dots (the page prints them from the HLO);
+    # the 16-column one ran at under half the rate of the 512-column one, and the
+    # glued slowest phases are the table's.
+    assert g["dw_kinds"] == ["dot"]
+    out = cell_output(book, CH, "flops_by_phase = {}")
+    assert "weight gradients:" in out and out.count("'dot'") == 3, out
+    dw = [float(r) for r in re.findall(r"layer \d: \S+ \(\d+, \d+\) +([\d.]+) GFLOP/s", out)]
+    assert len(dw) == 3 and dw[2] < dw[1] / 2, out
+    assert pct(g["dw_rate_ratio"]) == pytest.approx(dw[2] / dw[1], abs=0.02)
+    assert float(g["rate_l2_fwd"]) == pytest.approx(rate["layer2 forward"], abs=0.1)
+    assert g["slowest_phases"] == " and ".join(sorted(rate, key=rate.get)[:2])
+    text = page_text(book, CH)
+    assert "where the wide matmuls are YNNPACK fusions" not in text
+    assert "one operation below the rate of its neighbours" not in text
 
 
 def test_what_to_look_for(book):
     g = glued(book, CH)
     assert g["compile_events"] == (2, 1)
     assert float(g["compile_ratio"]) > 3
+    # The ratio is of the two calls waited on; the second call's dispatch alone
+    # returned before its step was done.
+    out = cell_output(book, CH, "def fresh_step")
+    assert "waited on" in out and "call returned" in out
+    assert float(g["second_return_ms"]) < float(g["second_wall_ms"])
+    assert 0 < float(g["compile_ms"])
     assert g["eager_programs"] > 10 and g["eager_launches"] > g["eager_programs"]
     assert g["eager_ops"] > g["trace_ops_per_step"]
     assert 0 <= pct(g["idle_share"]) < 1
@@ -112,6 +132,21 @@ def test_mixed_precision(book):
     args = WEIGHT_ELEMS * 4 + BIAS_BYTES + x_bytes + 4096 * 16 * 4
     assert g["train_args_same"] == format_bytes(args)
     assert pct(g["train_tmp_growth"]) > 0
+    # JAX saves float32 values for tanh's derivative (tanh runs in float32 before
+    # the cast): print_saved_residuals shows them, on every backend.
+    out = cell_output(book, CH, "print_saved_residuals(mixed_loss")
+    assert out.count("f32[512,512] output of tanh") == 2, out
+    assert g["saved_f32"] == 4
+    # The mixed program's matmul fusions take bfloat16 operands, with no convert.
+    assert g["mixed_fusions_bf16"] == 3
+    out = cell_output(book, CH, "bf16_entry = bf16_text")
+    assert out.count("-> f32[4096") == 3 and "bf16[4096,256]" in out
+    text = page_text(book, CH)
+    assert "widening happens inside the matmul fusions" not in text
+    assert "its fastest" not in text and "errors near 1e-3" not in text
+    # GPU overlap needs the latency-hiding scheduler, off by default there.
+    assert text.count("--xla_gpu_enable_latency_hiding_scheduler=true") >= 2
+    assert "gpu_performance_tips" in book.page(CH)
     # XLA:CPU widens: bfloat16 in and out, float32 convert, dot and tanh inside.
     out = cell_output(book, CH, "def layer_bf16")
     assert "inputs and output: bfloat16" in out
