@@ -39,6 +39,15 @@ class BuiltBook:
         return self.executed / f"{name}.ipynb"
 
 
+@pytest.fixture(autouse=True)
+def _no_shared_compilation_cache_across_processes(request, monkeypatch):
+    """Processes a test starts at once do not share a persistent compilation cache
+    (``make unit`` sets one): JAX writes its entries in place, and one process could
+    read another's half-written entry. The build's kernels follow the same rule."""
+    if "distributed" in request.node.path.stem:
+        monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+
+
 def pytest_collection_modifyitems(config, items):
     unmarked = unmarked_book_tests(items)
     if unmarked:
