@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+import urllib.parse
 
 import pytest
 import yaml
@@ -52,6 +53,11 @@ def test_not_found_page_links_home_absolutely(book):
     assert links and all(h.startswith(base) for h in links), links
     assert base in links and f"{base}search.html" in links
     assert soup.title.get_text() == f"Page not found — {html.unescape(CONFIG['title'])}"
+    # Its icon is inline: no request for the /favicon.ico the site does not have.
+    icon = soup.select_one('link[rel="icon"]')["href"]
+    favicon = (ROOT / "book" / CONFIG["html"]["favicon"]).read_text().strip()
+    assert icon.startswith("data:image/svg+xml,")
+    assert urllib.parse.unquote(icon.removeprefix("data:image/svg+xml,")) == favicon
 
 
 # ----------------------------------------------------------------------------- first paint

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import urllib.parse
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -13,6 +14,7 @@ _NOT_FOUND = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Page not found — {title}</title>
+<link rel="icon" type="image/svg+xml" href="{icon}">
 <meta name="description" content="This page does not exist in {title}.">
 <style>
   body {{ font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto; padding: 0 1rem;
@@ -37,4 +39,15 @@ def write_not_found(app: Sphinx, outdir: Path) -> None:
     links are absolute: relative ones would resolve against the missing address)."""
     base = (app.config.html_baseurl or "").rstrip("/") + "/"
     title = html.escape(app.config.html_title or app.config.project)
-    write_atomic(outdir / "404.html", _NOT_FOUND.format(base=base, title=title).encode())
+    page = _NOT_FOUND.format(base=base, title=title, icon=html.escape(_icon(app)))
+    write_atomic(outdir / "404.html", page.encode())
+
+
+def _icon(app: Sphinx) -> str:
+    """The site's SVG favicon as a data URI: without a ``<link rel="icon">`` a browser
+    asks the host for ``/favicon.ico``, which the site does not have (a console error on
+    the 404 page); a URL into the site would not load from a local copy either."""
+    favicon = Path(app.srcdir) / (app.config.html_favicon or "")
+    if favicon.suffix != ".svg" or not favicon.is_file():
+        return "data:,"  # no request at all
+    return "data:image/svg+xml," + urllib.parse.quote(favicon.read_text().strip(), safe=" =:/\"'")
