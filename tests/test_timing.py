@@ -89,10 +89,12 @@ def test_interleaved_runs_one_repeat_of_each_case_per_round():
     )
     assert (a.name, b.name) == ("a", "b")
     assert len(a.times_s) == len(b.times_s) == 3
-    assert (a.number, b.number) == (2, 8)  # calibrated per case
+    # Calibrated per case: calls that fill 8 ms, from each case's own measured call (a
+    # sleep overshoots on a loaded machine, so 2 and 8 on an idle one, fewer under load).
+    assert 1 <= a.number <= 2 and a.number < b.number <= 8, (a.number, b.number)
     # first call and calibration of each, then the rounds: a's repeat, then b's, 3 times.
     rounds = order[4:]
-    assert rounds == (["a"] * 2 + ["b"] * 8) * 3
+    assert rounds == (["a"] * a.number + ["b"] * b.number) * 3
     assert a.median_s >= 0.004 and 0.001 <= b.median_s < a.median_s  # waited for
 
 
