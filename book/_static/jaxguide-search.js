@@ -11,16 +11,16 @@
  *     letters joined, as Pagefind indexes the name, and its parts, all required;
  *   - an old name of the migration appendix's table (pagefind/jaxguide-aliases.json):
  *     the names that replace it;
- *   - a plain word with a negating prefix (divisible: indivisible), weighed less.
+ *   - a plain word with the negating prefix in- (divisible: indivisible), weighed less.
  * SETTINGS were tuned with bench/search.py on bench/search_queries.yml.
  * window.jaxguideSearch exposes the search for that bench and the browser tests. */
 (() => {
   "use strict";
   const SETTINGS = {
-    ranking: { termFrequency: 1.0, termSaturation: 1.4, pageLength: 0.75, termSimilarity: 1.0,
-               metaWeights: { title: 5.0, page: 0.0 } },
-    coverage: 2,        // the share of the query's words a section holds, to this power
-    negated: 0.5,       // weight of a word's negated form (in-, un-, non-)
+    ranking: { termFrequency: 0.5, termSaturation: 1.4, pageLength: 0.25, termSimilarity: 1.0,
+               metaWeights: { title: 1.0, page: 0.0 } },
+    coverage: 1,        // the share of the query's words a section holds, to this power
+    negated: 0.5,       // weight of a word's negated form (in-)
     shown: 10,          // results shown
   };
   const STOP = new Set(("a an and are as at be but by can do does doing for from get gets got " +
@@ -75,8 +75,10 @@
       if (split.length > 1) add(split.join(" "), 1);
       const renamed = aliases.get(letters(word).replace(/^jax(?=.)/, "")) || aliases.get(letters(word));
       for (const name of renamed || []) add(parts(name).filter((p) => p !== "jax").join(" "), 1);
-      if (split.length === 1 && /^[a-z]{5,}$/.test(word) && !/^(in|un|non)/.test(word)) {
-        for (const prefix of ["in", "un", "non"]) add(prefix + word, SETTINGS.negated);
+      // Only "in": Pagefind answers a word it lacks with its longest indexed prefix
+      // ("nonvalue": every word from "non"), which turns "un" and "non" into noise.
+      if (split.length === 1 && /^[a-z]{5,}$/.test(word) && !/^in/.test(word)) {
+        add("in" + word, SETTINGS.negated);
       }
       found.push({ word: word.toLowerCase(), forms: [...forms].map(([text, weight]) => ({ text, weight })) });
     }
