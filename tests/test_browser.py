@@ -26,6 +26,7 @@ import gzip
 import importlib.util
 import json
 import statistics
+import sys
 import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -445,6 +446,7 @@ def _bench():
         "jaxguide_bench_search", ROOT / "bench" / "search.py"
     )
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 

@@ -196,8 +196,8 @@
     status.className = "jaxguide-search-status";
     status.setAttribute("role", "status");
     const container = document.createElement("div");
-    const results = document.getElementById("search-results") || form.parentElement;
-    results.append(status, container);
+    // Beside the theme's #search-results, not in it: the theme hides an h2 there.
+    form.parentElement.append(status, container);
     const query = new URLSearchParams(location.search).get("q") || "";
     input.value = query;
     const go = () => {
