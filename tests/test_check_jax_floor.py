@@ -48,3 +48,11 @@ def test_a_failed_step_of_the_environment_stops_with_what_it_said(tmp_path, monk
     monkeypatch.setattr(environment, "uv", lambda: str(tmp_path / "missing"))
     with pytest.raises(SystemExit, match="check_jax_floor: "):
         check_jax_floor.environment(tmp_path, "0.1")
+
+
+def test_the_work_folder_goes_unless_kept(tmp_path, capsys):
+    for keep in (False, True):
+        with check_jax_floor.work_folder("jaxguide-test-", keep, tmp_path) as folder:
+            (folder / "log").write_text("x")
+        assert folder.parent == tmp_path and folder.exists() == keep
+    assert capsys.readouterr().out == f"kept: {folder}\n"

@@ -22,6 +22,7 @@ the floor, and set the floor to the lowest version on which every chapter passes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import subprocess
@@ -129,6 +130,20 @@ def select_chapters(wanted: list[str] | None, program: str) -> list[str]:
     return chapters
 
 
+@contextlib.contextmanager
+def work_folder(prefix: str, keep: bool, parent: Path | None = None) -> Iterator[Path]:
+    """A fresh temporary folder (in ``parent``, else the system's), removed afterwards,
+    or kept and its path printed if ``keep`` (both JAX checks' ``--keep``)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield tmp
+    finally:
+        if keep:
+            print("kept:", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -142,8 +157,7 @@ def main(argv: list[str]) -> int:
     version = args.jax or floor()
     chapters = select_chapters(args.chapters, "check_jax_floor")
 
-    tmp = Path(tempfile.mkdtemp(prefix="jaxguide-floor-"))
-    try:
+    with work_folder("jaxguide-floor-", args.keep) as tmp:
         print(f"jax floor check: jax/jaxlib {version}, {len(chapters)} chapters", flush=True)
         start = time.perf_counter()
         python = environment(tmp, version)
@@ -172,11 +186,6 @@ def main(argv: list[str]) -> int:
             + (f"; failed: {', '.join(failed)}" if failed else "")
         )
         return 1 if failed else 0
-    finally:
-        if args.keep:
-            print("kept:", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

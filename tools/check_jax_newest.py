@@ -42,7 +42,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -313,9 +312,8 @@ def main(argv: list[str]) -> int:
         raise fail(f"{root} is not a Debian root with python3; delete it to have it made again.")
     prepare_root(root)
 
-    tmp = Path(tempfile.mkdtemp(prefix="jaxguide-newest-", dir=root / "tmp"))
-    at = "/" + str(tmp.relative_to(root))  # the same folder as seen inside the root
-    try:
+    with check_jax_floor.work_folder("jaxguide-newest-", args.keep, root / "tmp") as tmp:
+        at = "/" + str(tmp.relative_to(root))  # the same folder as seen inside the root
         print(f"newest-JAX check in {root}: {len(chapters)} chapters", flush=True)
         try:
             wheel = build_wheel(tmp / "dist")
@@ -378,11 +376,6 @@ def main(argv: list[str]) -> int:
             + f"; {time.perf_counter() - start:.0f} s in all"
         )
         return 1 if failed else 0
-    finally:
-        if args.keep:
-            print("kept:", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
