@@ -33,7 +33,7 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import make_notebooks  # tools/, the folder of this script
 from jaxguide_build.environment import CommandFailed, wheel_environment
@@ -81,11 +81,12 @@ def execute(
 ) -> Iterator[tuple[str, int, float, str]]:
     """Run each chapter's command, ``parallel`` at a time, with its output in
     ``logs/<chapter>.log``; yield (chapter, exit status, seconds, output) as each ends."""
-    pending, running = list(commands), {}
+    pending = list(commands)
+    running: dict[str, tuple[subprocess.Popen[str], float, IO[str]]] = {}
     while pending or running:
         while pending and len(running) < parallel:
             name = pending.pop(0)
-            log = open(logs / f"{name}.log", "w")  # a file: a pipe could fill and block
+            log: IO[str] = open(logs / f"{name}.log", "w")  # a file: a pipe could fill and block
             proc = subprocess.Popen(
                 commands[name], stdout=log, stderr=subprocess.STDOUT, text=True, **popen
             )

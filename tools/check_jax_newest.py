@@ -122,9 +122,9 @@ def debian_mirror(sources: list[tuple[str, str]]) -> str | None:
                     uris += fields.get("uris", "").split()
         else:
             for line in text.splitlines():
-                line = re.sub(r"\[[^\]]*\]", " ", line.split("#")[0]).split()
-                if len(line) >= 2 and line[0] == "deb":
-                    uris.append(line[1])
+                words = re.sub(r"\[[^\]]*\]", " ", line.split("#")[0]).split()
+                if len(words) >= 2 and words[0] == "deb":
+                    uris.append(words[1])
     found = [u.rstrip("/") for u in uris if re.search(r"^https?://.*/debian/?$", u)]
     return found[0] if found else None
 
