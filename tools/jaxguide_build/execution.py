@@ -239,11 +239,21 @@ KERNEL_ENV: dict[str, str] = {}
 
 def compilation_cache_env(folder: Path) -> dict[str, str]:
     """The environment that gives a kernel JAX's persistent compilation cache in
-    ``folder``, caching every program however small or fast to compile."""
+    ``folder``, caching every program however small or fast to compile.
+
+    By default JAX leaves a program's metadata out of the cache key: the ``op_name`` of
+    each instruction, with its ``named_scope`` and function names. A chapter edited to
+    rename a scope would then load the executable compiled before the edit and print its
+    old names. So the key includes the metadata, but no source locations
+    (``JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0``): they name the file IPython writes each cell
+    to, in a folder named after the kernel's process id, and would make every run miss.
+    No chapter shows a source location (XLA's compiled text for the CPU has none)."""
     return {
         "JAX_COMPILATION_CACHE_DIR": str(folder),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        "JAX_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY": "1",
+        "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",
         # Not JAX_COMPILATION_CACHE_MAX_SIZE: JAX needs `filelock` for it, and without
         # it warns in the cell's output and caches nothing. trim_cache bounds it instead.
     }
