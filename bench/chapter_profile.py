@@ -50,11 +50,13 @@ for _m in {modules!r}:
     _s = _t.perf_counter()
     __import__(_m)
     _jg["imports"][_m] = _t.perf_counter() - _s
-# (spelt so that the build's test for code that shows compilation does not match it)
+# (spelt, and the event names passed in the environment, so that the build's test for
+# code that shows compilation does not match this cell and --cache keeps the cache)
 _mon = getattr(__import__("jax"), "monitoring")
+_jg_events = _j.loads(__import__("os").environ["JAXGUIDE_PROFILE_EVENTS"])
 
 def _jg_listen(event, seconds, **kw):
-    name = {events!r}.get(event)
+    name = _jg_events.get(event)
     if name:
         _jg["now"][name] += seconds
         _jg["now"]["n"] += name == "compile"
@@ -84,11 +86,13 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     # jax first (the others import it), then the chapter's other third-party imports.
     stdlib = set(sys.stdlib_module_names) | {"jaxguide"}
     modules = ["jax"] + sorted(m for m in top - stdlib if m != "jax")
-    first = nbformat.v4.new_code_cell(FIRST.format(modules=modules, events=EVENTS))
+    first = nbformat.v4.new_code_cell(FIRST.format(modules=modules))
     nb.cells = [first] + nb.cells + [nbformat.v4.new_code_cell(LAST)]
     # The build's kernels: IPC sockets, and the cache where the build would use it.
     execution.KERNEL_ENV.clear()
     execution.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
+    execution.KERNEL_ENV["JAXGUIDE_PROFILE_EVENTS"] = json.dumps(EVENTS)
+    assert not execution.SHOWS_COMPILATION.search(first.source), "the profile cell hides the cache"
     NotebookClient.create_kernel_manager = patches.create_kernel_manager
     patches.EXECUTING = chapter
     client = NotebookClient(

@@ -9,9 +9,19 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import VERDICT, cell_output, glued, page_text, seconds
+from bookcheck import VERDICT, glued, load, page_text, seconds
 
 pytestmark = pytest.mark.book
+
+
+def raised(book, chapter: str) -> dict[str, str]:
+    """The errors the chapter's raises-exception cells raised: name -> messages."""
+    found: dict[str, str] = {}
+    for c in load(book.notebook(chapter))["cells"]:
+        for o in c.get("outputs", []) if c["cell_type"] == "code" else []:
+            if o["output_type"] == "error":
+                found[o["ename"]] = found.get(o["ename"], "") + "\n" + o["evalue"]
+    return found
 
 
 def test_formatted_outputs(book):
@@ -36,7 +46,7 @@ def test_in_place_and_donation(book):
     d = g["donation"]
     assert d["plain_alias"] == 0 and d["deleted"] is True
     assert d["donating_alias"] == d["output"] == 1_000_000 * 4  # float32 zeros(1e6)
-    assert "Array has been deleted" in cell_output(book, "numpy", "big + 1.0")
+    assert "Array has been deleted" in raised(book, "numpy")["RuntimeError"]
 
 
 def test_out_of_bounds(book):
@@ -98,45 +108,35 @@ def test_ynnpack_and_xla_fusions(book):
 
 
 def test_kernel_accounting(book):
-    """The numbers the transcendental paragraph cites come from the tables."""
+    """The numbers the transcendental paragraph cites, and the page faults."""
     g = glued(book, "numpy")
     text = page_text(book, "numpy")
-    chain = cell_output(book, "numpy", "def chain_np")
-    kernels = cell_output(book, "numpy", "chain_report = analyze")
-
-    def median(table, name):
-        line = next(l for l in table.splitlines() if l.startswith(name + " "))
-        return " ".join(line.split()[1:3])
-
-    assert g["sin_alone"] == median(kernels, "jit(jnp.sin)")
-    assert g["chain_jit_median"] == median(chain, "jit(jnp)")
-    assert g["chain_np_median"] == median(chain, "NumPy")
-    # The chain without its sin and tanh is a part of the chain's work: timed in
-    # alternation with the whole chain, it takes less time.
-    rest, whole = seconds(g["chain_np_rest"]), seconds(g["chain_np_whole"])
-    assert 0 < rest < whole, (rest, whole)
-    parts = [seconds(g[f"chain_np_{k}"]) for k in ("sin", "tanh", "rest")]
-    assert seconds(g["chain_np_parts_sum"]) == pytest.approx(sum(parts), rel=0.02)
-    share = sum(parts) / seconds(g["chain_np_whole"])
-    if g["chain_np_parts_share"] == "about all":
-        assert 0.85 < share < 1.15, share
-    else:  # the glued share agrees with the glued times (rounded for display)
-        pct = re.fullmatch(r"(\d+)%", g["chain_np_parts_share"])
-        assert pct and abs(int(pct.group(1)) / 100 - share) < 0.05, share
-    for key in (
-        *(f"chain_np_{k}" for k in ("whole", "sin", "tanh", "rest", "parts_sum")),
-        "chain_np_parts_share",
-        *("sin_best", "chain_best", "sin_share"),
-    ):
-        assert g[key] in text
-    # The sin loop, timed in alternation with the chain, is part of the chain's time.
-    share = seconds(g["sin_best"]) / seconds(g["chain_best"])
-    assert 0 < share < 1.25, share
-    pct = re.fullmatch(r"(\d+)% of", g["sin_share"])
-    if pct:  # the glued share agrees with the glued times (rounded for display)
-        assert abs(int(pct.group(1)) / 100 - share) < 0.03, (g["sin_share"], share)
-    else:
-        assert g["sin_share"] == "about all of" and share > 0.9
+    for key in ("sin_vs_numpy", "tanh_vs_numpy", "np_sin_vs_pass"):
+        assert re.fullmatch(VERDICT, g[key]) and g[key] in text, key
+    # XLA's sin alone is a part of the jitted chain's work (same rounds).
+    pct = re.fullmatch(r"(\d+)%", g["sin_share"])
+    assert pct and 0 < int(pct.group(1)) < 150, g["sin_share"]
+    assert g["sin_cost_reading"] in text
+    # Page faults: one 4 MB float32 array is 1000 * 1000 * 4 / 4096 pages; the fused
+    # program pages in almost nothing.
+    f = g["horner_faults"]
+    pages = f["pages per array"]
+    assert pages == 1000 * 1000 * 4 // 4096 and f["jit(jnp)"] < pages / 10
+    for key, case in (("numpy", "NumPy"), ("jnp", "jnp"), ("jit", "jit(jnp)")):
+        assert g[f"{key}_fault_arrays"] == f"{f[case] / pages:.1f}"
+    # The conclusion the prose draws follows the counts.
+    paid = max(f["NumPy"], f["jnp"]) >= pages
+    assert g["fault_reading"].startswith("So part of" if paid else "Here the unfused")
+    # With freed memory kept, most page faults go.
+    kept = g["kept_faults"]
+    assert sum(kept.values()) < max(sum(f[k] for k in kept) / 2, pages / 10)
+    assert g["faults_kept"] == f"{sum(kept.values()) / pages:.1f}"
+    for key in ("numpy_kept_vs_before", "kept_jit_vs_numpy"):
+        assert re.fullmatch(VERDICT, g[key]) and g[key] in text, key
+    # The dispatch estimate is the chain's operation count times one small call.
+    assert seconds(g["dispatch_total"]) == pytest.approx(
+        g["horner_n_ops"] * seconds(g["small_jit"]), rel=0.02
+    )
 
 
 def test_verdicts(book):
@@ -147,9 +147,6 @@ def test_verdicts(book):
         "horner_jit_vs_jnp",
         "chain_jit_vs_numpy",
         "chain_jit_vs_jnp",
-        "sin_vs_numpy",
-        "sin_best_vs_numpy",
-        "tanh_vs_numpy",
         "gram_jit_vs_numpy",
         "gram_jit_vs_jnp",
     ):
@@ -157,11 +154,8 @@ def test_verdicts(book):
         assert g[key] in text
     # The prose says fusion wins on the arithmetic chain: the measurement agrees.
     assert "faster" in g["horner_jit_vs_numpy"]
-    # ... and that eager jnp trailed jit(jnp) on the arithmetic chain. On the
-    # transcendental chain (compute-bound) the two can be within 10% on a loaded
-    # machine: the prose reports that verdict as measured, without a direction.
+    # ... and that eager jnp trailed jit(jnp) on the arithmetic chain.
     assert "faster" in g["horner_jit_vs_jnp"]
-    assert f"there jit(jnp) was {g['chain_jit_vs_jnp']} eager jnp" in text
     for key in ("horner_jnp_vs_numpy", "chain_jnp_vs_numpy", "gram_jnp_vs_numpy"):
         assert re.fullmatch(VERDICT, g[key]) and f"{g[key]} NumPy" in text, key
 
@@ -170,11 +164,7 @@ def test_small_arrays(book):
     """On 1000 numbers NumPy wins, as the prose says; its numbers are the table's."""
     g = glued(book, "numpy")
     text = page_text(book, "numpy")
-    out = cell_output(book, "numpy", "v_np = m_np[0]")
-    rows = {l.split()[0]: " ".join(l.split()[1:3]) for l in out.splitlines()[2:]}
-    assert rows["NumPy"] == g["small_numpy"] and rows["jit(jnp)"] == g["small_jit"]
-    assert seconds(rows["NumPy"]) < seconds(rows["jit(jnp)"])
-    assert seconds(rows["NumPy"]) < seconds(rows["jnp"])
+    assert seconds(g["small_numpy"]) < seconds(g["small_jit"])
     assert "faster" in g["small_numpy_vs_jit"]
     assert f"NumPy was {g['small_numpy_vs_jit']} jit(jnp) here" in text
     # The machine is named next to the timings.
@@ -186,10 +176,12 @@ def test_page_shape(book):
     g = glued(book, "numpy")
     soup = BeautifulSoup(book.page("numpy"), "html.parser")
     text = soup.get_text(" ")
-    assert "8 simulated CPU devices (kind: cpu)" in text  # the set-up, read as a sentence
-    # The raises-exception cells show the errors the prose explains.
-    assert "JAX arrays are immutable" in text
-    assert "incompatible devices" in text
+    # The machine the timings name: 8 simulated CPU devices on this build.
+    assert g["setup_platform"].startswith("8 simulated CPU devices, JAX ")
+    # The raises-exception cells raised the errors the prose explains.
+    errors = raised(book, "numpy")
+    assert "JAX arrays are immutable" in errors["TypeError"]
+    assert "incompatible devices" in errors["ValueError"]
     # The exercises' answers: np.bincount's counts, the device, clamping and filling.
     assert g["histogram"] == np.bincount([0, 2, 2, 4, 2, 1, 0], minlength=5).tolist()
     assert g["placement"] == (True, "ndarray")
@@ -205,8 +197,7 @@ def test_page_shape(book):
 
 
 def test_lists_refused(book):
-    out = cell_output(book, "numpy", "jnp.sum([1, 2, 3])")
-    assert "TypeError" in out and "got <class 'list'>" in out
+    assert "got <class 'list'>" in raised(book, "numpy")["TypeError"]
 
 
 def test_type_promotion(book):
@@ -223,6 +214,11 @@ def test_type_promotion(book):
     assert g["int32_powers"][:3] == [256, 256**2, 256**3]
     assert g["int32_powers"][3] != 256**4
     assert g["float_power"] == 2.0**32
+    # jax-ml/jax#10692's case, 2 ** 64 in int8: the shapes disagree.
+    p = g["int8_power"]
+    assert p["shape (1,)"] != [p["shape ()"]]
+    assert g["int8_power_array"] == str(p["shape (1,)"])
+    assert g["int8_power_scalar"] == str(p["shape ()"])
 
 
 def test_lists(book):
@@ -238,8 +234,7 @@ def test_lists(book):
 def test_lax_beneath_jnp(book):
     g = glued(book, "numpy")
     assert g["jnp_add_prims"] == ["convert_element_type", "add"]
-    out = cell_output(book, "numpy", "lax.add(f32_one, i32_one)")
-    assert "TypeError" in out and "requires arguments to have the same dtypes" in out
+    assert "requires arguments to have the same dtypes" in raised(book, "numpy")["TypeError"]
 
 
 def test_out_of_bounds_modes_and_links(book):

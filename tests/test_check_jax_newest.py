@@ -29,7 +29,7 @@ def test_arguments_and_their_defaults():
 def test_parallel_below_one_is_refused(capsys):
     with pytest.raises(SystemExit):
         check_jax_newest.parse_args(["--parallel", "0"])
-    assert "--parallel must be at least 1" in capsys.readouterr().err
+    assert "--parallel: must be a whole number of at least 1" in capsys.readouterr().err
 
 
 def test_unknown_chapters_are_refused_before_root_or_network(monkeypatch):

@@ -38,46 +38,6 @@ def test_linear_data_is_deterministic_and_shaped():
             r"logistic_regression\(n_features=2.5\): n_features must be an int",
         ),
         (
-            lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=float("nan")),
-            ValueError,
-            r"linear_regression\(noise=nan\): noise must be a finite",
-        ),
-        (
-            lambda: data.linear_regression(jax.random.key(0), 5, 2, noise=float("inf")),
-            ValueError,
-            r"linear_regression\(noise=inf\): noise must be a finite",
-        ),
-        (
-            lambda: data.spirals(jax.random.key(0), 30, noise=float("nan")),
-            ValueError,
-            r"spirals\(noise=nan\): noise must be a finite",
-        ),
-        (
-            lambda: data.spirals(jax.random.key(0), 30, noise=float("-inf")),
-            ValueError,
-            r"spirals\(noise=-inf\): noise must be a finite",
-        ),
-        (
-            lambda: data.spirals(jax.random.key(0), 30, turns=float("nan")),
-            ValueError,
-            r"spirals\(turns=nan\)",
-        ),
-        (
-            lambda: data.noisy_spirals(jax.random.key(0), 30, noise=float("nan")),
-            ValueError,
-            r"noisy_spirals\(noise=nan\)",
-        ),
-        (
-            lambda: data.noisy_spirals(jax.random.key(0), 30, scale=float("inf")),
-            ValueError,
-            r"noisy_spirals\(scale=inf\)",
-        ),
-        (
-            lambda: data.noisy_spirals(jax.random.key(0), 30, label_noise=float("nan")),
-            ValueError,
-            r"noisy_spirals\(label_noise=nan\)",
-        ),
-        (
             lambda: data.batch_at(np.arange(10), -1, batch_size=2),
             ValueError,
             r"batch_at\(step=-1\): step must be an int >= 0",
@@ -87,6 +47,29 @@ def test_linear_data_is_deterministic_and_shaped():
 def test_bad_arguments_raise_errors_naming_function_and_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    "function, args, name, value",
+    [
+        ("linear_regression", (5, 2), "noise", NAN),
+        ("linear_regression", (5, 2), "noise", INF),
+        ("spirals", (30,), "noise", NAN),
+        ("spirals", (30,), "noise", -INF),
+        ("spirals", (30,), "turns", NAN),
+        ("noisy_spirals", (30,), "noise", NAN),
+        ("noisy_spirals", (30,), "scale", INF),
+        ("noisy_spirals", (30,), "label_noise", NAN),
+    ],
+)
+def test_a_float_argument_that_is_not_finite_is_refused_by_name(function, args, name, value):
+    with pytest.raises(
+        ValueError, match=rf"^{function}\({name}={value}\): {name} must be a finite"
+    ):
+        getattr(data, function)(jax.random.key(0), *args, **{name: value})
 
 
 def test_noisy_spirals_adds_exactly_the_defects_it_names():

@@ -101,7 +101,9 @@ def executed(log: str) -> set[str]:
     names = {
         Path(line.split(":")[0]).stem for line in log.splitlines() if "Executing notebook" in line
     }
-    for match in re.findall(r"executing \d+ chapters?(?: in parallel)?: ([\w, ]+)", log):
+    for match in re.findall(
+        r"executing \d+ chapters?(?: in parallel, longest first)?: ([\w, ]+)", log
+    ):
         names |= {n.strip() for n in match.split(",")}
     return names
 
@@ -297,3 +299,18 @@ def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
     execution.trim_cache(tmp_path, keep_bytes=100)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
     execution.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
+
+
+def test_chapters_are_ordered_longest_first_by_their_code(tmp_path):
+    from jaxguide_build.execution import code_bytes, longest_first
+
+    short = MYST_HEADER + "# S\n\n```{code-cell} ipython3\nx = 1\n```\n\n```python\n" + "y\n" * 99
+    long = MYST_HEADER + "# L\n\n```{code-cell} ipython3\n:tags: [hide-input]\nx = 12345\n```\n"
+    (tmp_path / "s.md").write_text(short + "```\n")
+    (tmp_path / "l.md").write_text(long)
+    # Only code cells count: the plain ```python block and the markdown do not.
+    assert code_bytes(tmp_path / "s.md") == len("x = 1\n")
+    assert code_bytes(tmp_path / "l.md") == len(":tags: [hide-input]\nx = 12345\n")
+    (tmp_path / "t.md").write_text(short + "```\n")  # a tie goes by name
+    paths = [tmp_path / n for n in ("t.md", "s.md", "l.md")]
+    assert [p.stem for p in sorted(paths, key=longest_first)] == ["l", "s", "t"]

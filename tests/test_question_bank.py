@@ -24,9 +24,9 @@ from test_questions import THREAD
 ROOT = Path(__file__).resolve().parents[1]
 
 # Floors: the bank as it was reached. Raise them as it grows; a lost entry fails here.
-MIN_ENTRIES = 255
-MIN_ANSWERED = 170
-MIN_PER_TOPIC = 4
+MIN_ENTRIES = 381
+MIN_ANSWERED = 226
+MIN_PER_TOPIC = 8
 
 TARGET = re.compile(r"^\(([\w-]+)\)=\s*$", re.M)  # a MyST target, as `(sharding-uneven)=`
 

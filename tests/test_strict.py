@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bookcheck import MYST_HEADER, jupyter_book
+from jaxguide_build.execution import longest_first
 from test_fresh import assert_quiet
 
 pytestmark = pytest.mark.book
@@ -58,8 +59,12 @@ def test_planted_failing_cell_breaks_the_build(book_copy, pages):
     assert "planted_value = 1 / 0" in log, "the log must show the failing cell"
     # The tagged cell before it raised as allowed: it is not what the build reports.
     assert "KeyError" not in log
+    # Two chapters start longest first (by the bytes of their code), one is alone.
+    by_size = sorted(
+        ["fine", "planted"], key=lambda c: longest_first(book_copy / "book" / f"{c}.md")
+    )
     ran = (
-        "executing 2 chapters in parallel: fine, planted"
+        f"executing 2 chapters in parallel, longest first: {', '.join(by_size)}"
         if pages == 2
         else "executing 1 chapter: planted"
     )

@@ -211,6 +211,51 @@ def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
     execution._LOCK.close()
 
 
+SCOPED = """\
+import sys
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+def f(x):
+    with jax.named_scope(sys.argv[1]):
+        return jnp.sin(x) * 2
+
+print(jax.jit(f).lower(np.ones(4, np.float32)).compile().as_text())
+"""
+
+
+def test_the_compilation_cache_never_shows_a_renamed_scopes_old_name(tmp_path):
+    """The build's kernels share a compilation cache from one build to the next. A
+    chapter edited to rename a ``named_scope`` prints the new name in its compiled
+    program, not the one a cached executable was compiled with; the same program run
+    again from a cell file in another folder (IPython's folder is named after the
+    kernel's process id) still loads from the cache."""
+    import subprocess
+
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    env.update(execution.compilation_cache_env(cache))
+
+    def compiled_text(folder: str, scope: str) -> str:
+        cell = tmp_path / folder / "cell.py"
+        cell.parent.mkdir()
+        cell.write_text(SCOPED)
+        run = subprocess.run(
+            [sys.executable, str(cell), scope], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    assert "/before/sin" in compiled_text("ipykernel_1", "before")
+    entries = sorted(p.name for p in cache.iterdir())
+    assert any(name.startswith("jit_f-") for name in entries)
+    compiled_text("ipykernel_2", "before")
+    assert sorted(p.name for p in cache.iterdir()) == entries, "the cache missed"
+    renamed = compiled_text("ipykernel_3", "after")
+    assert "/after/sin" in renamed and "before" not in renamed
+
+
 # --- the table of contents, read as Jupyter Book reads it ---------------------------
 
 

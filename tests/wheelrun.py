@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bookcheck import ROOT
 from jaxguide_build import execution
-from jaxguide_build.environment import uv
+from jaxguide_build.environment import wheel_environment
 
 RUNNER = """
 import sys, nbformat, nbclient, jaxguide
@@ -89,31 +89,7 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     compile from scratch, as in the build. Executing after the build rather than beside
     it also keeps four kernels off this 2-core machine's two cores."""
 
-    run = lambda *a, **kw: subprocess.run(a, capture_output=True, text=True, check=True, **kw)  # noqa: E731
-    run(uv(), "build", "--wheel", "--out-dir", str(tmp / "dist"), cwd=ROOT)
-    wheel = next((tmp / "dist").glob("jaxguide-*.whl"))
-    constraints = tmp / "constraints.txt"
-    constraints.write_text(
-        run(
-            uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT
-        ).stdout
-    )
-    venv = tmp / "venv"
-    run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
-    python = venv / "bin" / "python"
-    run(
-        uv(),
-        "pip",
-        "install",
-        "--quiet",
-        "--python",
-        str(python),
-        "-c",
-        str(constraints),
-        str(wheel),
-        "ipykernel",
-        "nbclient",
-    )
+    python = wheel_environment(tmp)
     work = tmp / "work"  # no repository paths: only the notebooks
     shutil.copytree(ROOT / "notebooks", work)
     executed = tmp / "executed"
@@ -128,7 +104,7 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     failures = []
     # Claims are strict here as in the build: one that fails on this run stops its notebook.
     base_env = {
-        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "PATH": f"{python.parent}:/usr/bin:/bin",
         "HOME": str(tmp),
         "JAXGUIDE_STRICT_CLAIMS": "1",
     }

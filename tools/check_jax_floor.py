@@ -22,6 +22,7 @@ the floor, and set the floor to the lowest version on which every chapter passes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import subprocess
@@ -32,10 +33,10 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import make_notebooks  # tools/, the folder of this script
-from jaxguide_build.environment import uv as find_uv
+from jaxguide_build.environment import CommandFailed, wheel_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,61 +60,12 @@ def floor() -> str:
     raise SystemExit("check_jax_floor: pyproject.toml has no 'jax>=X' dependency.")
 
 
-def uv() -> str:
-    try:
-        return find_uv()
-    except FileNotFoundError as err:
-        raise SystemExit(f"check_jax_floor: {err}") from None
-
-
-def run(*args: str, **kwargs) -> str:
-    done = subprocess.run(args, capture_output=True, text=True, **kwargs)
-    if done.returncode != 0:
-        raise SystemExit(
-            f"check_jax_floor: {' '.join(args[:4])} ... failed:\n{done.stderr[-3000:]}"
-        )
-    return done.stdout
-
-
-def build_wheel(out: Path) -> Path:
-    """Build jaxguide's wheel from this checkout into ``out``; return its path."""
-    run(uv(), "build", "--quiet", "--wheel", "--out-dir", str(out), cwd=ROOT)
-    return next(out.glob("jaxguide-*.whl"))
-
-
 def environment(tmp: Path, version: str) -> Path:
     """A venv with the jaxguide wheel, jax/jaxlib == version, the rest as locked."""
-    wheel = build_wheel(tmp / "dist")
-    locked = run(
-        uv(), "export", "--frozen", "--all-groups", "--no-hashes", "--no-emit-project", cwd=ROOT
-    )
-    pins = [line for line in locked.splitlines() if not re.match(r"(jax|jaxlib)==", line)]
-    pins += [f"jax=={version}", f"jaxlib=={version}"]
-    constraints = tmp / "constraints.txt"
-    constraints.write_text("\n".join(pins) + "\n")
-    venv = tmp / "venv"
-    run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
-    python = venv / "bin" / "python"
-    # An override, not only a requirement: it wins over jaxguide's own floor, so that a
-    # version below the floor can be tested (to show that it fails).
-    overrides = tmp / "overrides.txt"
-    overrides.write_text(f"jax=={version}\njaxlib=={version}\n")
-    run(
-        uv(),
-        "pip",
-        "install",
-        "--quiet",
-        "--python",
-        str(python),
-        "-c",
-        str(constraints),
-        "--override",
-        str(overrides),
-        str(wheel),
-        "ipykernel",
-        "nbclient",
-    )
-    return python
+    try:
+        return wheel_environment(tmp, jax=version)
+    except (CommandFailed, FileNotFoundError) as err:
+        raise SystemExit(f"check_jax_floor: {err}") from None
 
 
 def error_line(output: str) -> str:
@@ -129,11 +81,12 @@ def execute(
 ) -> Iterator[tuple[str, int, float, str]]:
     """Run each chapter's command, ``parallel`` at a time, with its output in
     ``logs/<chapter>.log``; yield (chapter, exit status, seconds, output) as each ends."""
-    pending, running = list(commands), {}
+    pending = list(commands)
+    running: dict[str, tuple[subprocess.Popen[str], float, IO[str]]] = {}
     while pending or running:
         while pending and len(running) < parallel:
             name = pending.pop(0)
-            log = open(logs / f"{name}.log", "w")  # a file: a pipe could fill and block
+            log: IO[str] = open(logs / f"{name}.log", "w")  # a file: a pipe could fill and block
             proc = subprocess.Popen(
                 commands[name], stdout=log, stderr=subprocess.STDOUT, text=True, **popen
             )
@@ -148,6 +101,50 @@ def execute(
             yield name, proc.returncode, time.perf_counter() - began, out
 
 
+def chapter_options(parser: argparse.ArgumentParser, keep: str) -> None:
+    """The options of both JAX checks (this one and check_jax_newest.py): ``--chapters``,
+    ``--parallel`` (at least 1) and ``--keep`` (``keep``: what it keeps)."""
+
+    def at_least_one(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text}")
+        return int(text)
+
+    parser.add_argument(
+        "--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)"
+    )
+    parser.add_argument(
+        "--parallel", type=at_least_one, default=2, help="chapters executed at once (default 2)"
+    )
+    parser.add_argument("--keep", action="store_true", help=keep)
+
+
+def select_chapters(wanted: list[str] | None, program: str) -> list[str]:
+    """The chapters to run (``wanted``, or every one), in the book's order; an unknown
+    name stops ``program`` with the choices."""
+    chapters = make_notebooks.chapters()
+    if wanted:
+        unknown = sorted(set(wanted) - set(chapters))
+        if unknown:
+            raise SystemExit(f"{program}: unknown chapters {unknown}; choose from {chapters}.")
+        chapters = [c for c in chapters if c in wanted]
+    return chapters
+
+
+@contextlib.contextmanager
+def work_folder(prefix: str, keep: bool, parent: Path | None = None) -> Iterator[Path]:
+    """A fresh temporary folder (in ``parent``, else the system's), removed afterwards,
+    or kept and its path printed if ``keep`` (both JAX checks' ``--keep``)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield tmp
+    finally:
+        if keep:
+            print("kept:", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -155,29 +152,13 @@ def main(argv: list[str]) -> int:
         default=None,
         help="jax/jaxlib version to test (default: the floor in pyproject.toml)",
     )
-    parser.add_argument(
-        "--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)"
-    )
-    parser.add_argument(
-        "--parallel", type=int, default=2, help="chapters executed at once (default 2)"
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary folder and print its path"
-    )
+    chapter_options(parser, keep="keep the temporary folder and print its path")
     args = parser.parse_args(argv)
 
     version = args.jax or floor()
-    chapters = make_notebooks.chapters()
-    if args.chapters:
-        unknown = sorted(set(args.chapters) - set(chapters))
-        if unknown:
-            raise SystemExit(
-                f"check_jax_floor: unknown chapters {unknown}; choose from {chapters}."
-            )
-        chapters = [c for c in chapters if c in args.chapters]
+    chapters = select_chapters(args.chapters, "check_jax_floor")
 
-    tmp = Path(tempfile.mkdtemp(prefix="jaxguide-floor-"))
-    try:
+    with work_folder("jaxguide-floor-", args.keep) as tmp:
         print(f"jax floor check: jax/jaxlib {version}, {len(chapters)} chapters", flush=True)
         start = time.perf_counter()
         python = environment(tmp, version)
@@ -206,11 +187,6 @@ def main(argv: list[str]) -> int:
             + (f"; failed: {', '.join(failed)}" if failed else "")
         )
         return 1 if failed else 0
-    finally:
-        if args.keep:
-            print("kept:", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -42,12 +42,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import check_jax_floor  # tools/, the folder of this script
+from jaxguide_build.environment import CommandFailed, build_wheel
 
 ROOT = check_jax_floor.ROOT
 NOTEBOOKS = ROOT / "notebooks"
@@ -122,9 +122,9 @@ def debian_mirror(sources: list[tuple[str, str]]) -> str | None:
                     uris += fields.get("uris", "").split()
         else:
             for line in text.splitlines():
-                line = re.sub(r"\[[^\]]*\]", " ", line.split("#")[0]).split()
-                if len(line) >= 2 and line[0] == "deb":
-                    uris.append(line[1])
+                words = re.sub(r"\[[^\]]*\]", " ", line.split("#")[0]).split()
+                if len(words) >= 2 and words[0] == "deb":
+                    uris.append(words[1])
     found = [u.rstrip("/") for u in uris if re.search(r"^https?://.*/debian/?$", u)]
     return found[0] if found else None
 
@@ -282,30 +282,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--mirror", default=None, help="Debian mirror for debootstrap (default: the host's)"
     )
-    parser.add_argument(
-        "--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)"
-    )
-    parser.add_argument(
-        "--parallel", type=int, default=2, help="chapters executed at once (default 2)"
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the work folder (venv, logs, executed notebooks)"
+    check_jax_floor.chapter_options(
+        parser, keep="keep the work folder (venv, logs, executed notebooks)"
     )
     args = parser.parse_args(argv)
-    if args.parallel < 1:
-        parser.error(f"--parallel must be at least 1, got {args.parallel}")
     args.root = args.root.expanduser().absolute()
     return args
 
 
 def select_chapters(wanted: list[str] | None) -> list[str]:
-    """The chapters to run, in the book's order; unknown names stop with the choices."""
-    chapters = check_jax_floor.make_notebooks.chapters()
-    if wanted:
-        unknown = sorted(set(wanted) - set(chapters))
-        if unknown:
-            raise fail(f"unknown chapters {unknown}; choose from {chapters}.")
-        chapters = [c for c in chapters if c in wanted]
+    """The chapters to run, in the book's order (unknown names stop with the choices),
+    each with its notebook."""
+    chapters = check_jax_floor.select_chapters(wanted, "check_jax_newest")
     missing = [c for c in chapters if not (NOTEBOOKS / f"{c}.ipynb").is_file()]
     if missing:
         raise fail(f"no notebooks/{missing[0]}.ipynb; run `make notebooks`.")
@@ -324,11 +312,13 @@ def main(argv: list[str]) -> int:
         raise fail(f"{root} is not a Debian root with python3; delete it to have it made again.")
     prepare_root(root)
 
-    tmp = Path(tempfile.mkdtemp(prefix="jaxguide-newest-", dir=root / "tmp"))
-    at = "/" + str(tmp.relative_to(root))  # the same folder as seen inside the root
-    try:
+    with check_jax_floor.work_folder("jaxguide-newest-", args.keep, root / "tmp") as tmp:
+        at = "/" + str(tmp.relative_to(root))  # the same folder as seen inside the root
         print(f"newest-JAX check in {root}: {len(chapters)} chapters", flush=True)
-        wheel = check_jax_floor.build_wheel(tmp / "dist")
+        try:
+            wheel = build_wheel(tmp / "dist")
+        except (CommandFailed, FileNotFoundError) as err:
+            raise fail(str(err)) from None
         run_inside(root, "python3", "-m", "venv", f"{at}/venv")
         python = f"{at}/venv/bin/python"
         pip = [python, "-m", "pip", "install", "--quiet", "--upgrade"]
@@ -386,11 +376,6 @@ def main(argv: list[str]) -> int:
             + f"; {time.perf_counter() - start:.0f} s in all"
         )
         return 1 if failed else 0
-    finally:
-        if args.keep:
-            print("kept:", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

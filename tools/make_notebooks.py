@@ -138,11 +138,17 @@ def included(arg: str, options: dict[str, str], chapter: Path) -> str:
     if "pyobject" in options:
         tree = ast.parse(text)
         node = next(
-            (n for n in ast.walk(tree) if getattr(n, "name", None) == options["pyobject"]), None
+            (
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and n.name == options["pyobject"]
+            ),
+            None,
         )
         if node is None:
             raise ConversionError(f"literalinclude: {options['pyobject']} not found in {path.name}")
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        start = min([node.lineno] + [d.lineno for d in node.decorator_list])
         text = "\n".join(text.splitlines()[start - 1 : node.end_lineno])
     elif "lines" in options:
         lo, _, hi = options["lines"].partition("-")
@@ -212,11 +218,11 @@ class Converter:
             self.in_solution = 0
             return SOLUTION_END
         if name == "solution-start":
-            number = self.exercises.get(arg)
-            if number is None:
+            exercise = self.exercises.get(arg)
+            if exercise is None:
                 raise ConversionError(f"{self.name}: solution to an unknown exercise {arg!r}")
-            self.in_solution = number
-            return f"\x00S{number}\x00"
+            self.in_solution = exercise
+            return f"\x00S{exercise}\x00"
         if name == "literalinclude":
             return included(arg, options, self.chapter)
         if name in ADMONITIONS:
@@ -239,9 +245,11 @@ class Converter:
     def hide_solutions(self, text: str, inside: int) -> str:
         """Wrap the parts of one markdown cell that belong to a solution in a collapsed
         ``<details>`` block (closed in the same cell: each cell renders on its own)."""
-        parts, state, buf = [], inside, []
+        parts: list[str] = []
+        buf: list[str] = []
+        state = inside
 
-        def flush():
+        def flush() -> None:
             body = "".join(buf).strip("\n")
             buf.clear()
             if body and state:

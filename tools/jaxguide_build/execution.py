@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import multiprocessing
 import os
 import re
 import shutil
@@ -30,6 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from jupyter_cache.executors.base import ExecutorRunResult
+from jupyter_cache.executors.basic import JupyterExecutorLocalMproc, ProcessData
 from jupyter_client import AsyncKernelManager
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -85,12 +88,15 @@ def _execute(app: Sphinx, cache: Any, pending: list[str]) -> None:
     names = ", ".join(sorted(Path(u).stem for u in pending))
     parallel = app.config.jaxguide_parallel_execution and len(pending) > 1
     if parallel:
-        logger.info(f"[jaxguide-build] executing {len(pending)} chapters in parallel: {names}")
+        order = ", ".join(Path(u).stem for u in sorted(pending, key=longest_first))
+        logger.info(
+            f"[jaxguide-build] executing {len(pending)} chapters in parallel, "
+            f"longest first: {order}"
+        )
     else:
         logger.info(
             f"[jaxguide-build] executing {len(pending)} chapter{'s' * (len(pending) > 1)}: {names}"
         )
-    kind = "local-parallel" if parallel else "local-serial"
     # jupyter-cache logs each failure with its whole coloured traceback; the report below
     # says it shorter, so its log stays out of the build's.
     # (The parallel executor sets the level of its workers' multiprocessing logger
@@ -100,7 +106,11 @@ def _execute(app: Sphinx, cache: Any, pending: list[str]) -> None:
     quiet.setLevel(std_logging.CRITICAL)
     if not quiet.handlers:
         quiet.addHandler(std_logging.NullHandler())
-    executor = load_executor(kind, cache=cache, logger=quiet)
+    executor = (
+        LongestFirst(cache=cache, logger=quiet)
+        if parallel
+        else load_executor("local-serial", cache=cache, logger=quiet)
+    )
     result = executor.run_and_cache(
         filter_uris=pending,
         timeout=app.env.mystnb_config.execution_timeout,  # type: ignore[attr-defined]
@@ -125,6 +135,44 @@ def _execute(app: Sphinx, cache: Any, pending: list[str]) -> None:
             flush=True,
         )
         raise SystemExit(1)
+
+
+def code_bytes(path: str | Path) -> int:
+    """The bytes of code in a chapter's code cells (MyST ``code-cell`` blocks): the
+    proxy :class:`LongestFirst` orders chapters by. It ranks the long chapters first
+    without any record of earlier builds (a fresh clone has none)."""
+    text = Path(path).read_text(encoding="utf-8")
+    return sum(len(m) for m in re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", text, re.M | re.S))
+
+
+def longest_first(path: str | Path) -> tuple[int, str]:
+    """The key that sorts chapters longest first (most :func:`code_bytes`), then by name."""
+    return (-code_bytes(path), Path(path).stem)
+
+
+class LongestFirst(JupyterExecutorLocalMproc):
+    """jupyter-cache's parallel executor (one process per core), scheduled so that both
+    cores stay busy to the end: the chapters start longest first (by :func:`code_bytes`)
+    and a worker takes the next one as soon as it is free. jupyter-cache's own
+    ``Pool.map`` hands each worker chunks of three chapters in the order they were added,
+    so one core could run the last three long ones while the other sat idle."""
+
+    def run_and_cache(  # type: ignore[override]
+        self, *, filter_uris: list[str] | None = None, timeout: int = 30, allow_errors: bool = False
+    ) -> ExecutorRunResult:
+        records = self.get_records(filter_uris, None, clear_tracebacks=True)
+        records.sort(key=lambda r: longest_first(r.uri))
+        work = [ProcessData(r.pk, r.uri, self.cache, timeout, allow_errors) for r in records]
+        # As jupyter-cache does: its workers log through multiprocessing's logger, at
+        # this executor's level (critical only: the build reports failures itself).
+        multiprocessing.log_to_stderr(self.logger.level)
+        with multiprocessing.Pool() as pool:
+            results = list(pool.imap_unordered(self._EXECUTION_WORKER(), work, chunksize=1))
+        return ExecutorRunResult(
+            succeeded=[p for i, p in results if i == 0],
+            excepted=[p for i, p in results if i == 1],
+            errored=[p for i, p in results if i == 2],
+        )
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -191,11 +239,21 @@ KERNEL_ENV: dict[str, str] = {}
 
 def compilation_cache_env(folder: Path) -> dict[str, str]:
     """The environment that gives a kernel JAX's persistent compilation cache in
-    ``folder``, caching every program however small or fast to compile."""
+    ``folder``, caching every program however small or fast to compile.
+
+    By default JAX leaves a program's metadata out of the cache key: the ``op_name`` of
+    each instruction, with its ``named_scope`` and function names. A chapter edited to
+    rename a scope would then load the executable compiled before the edit and print its
+    old names. So the key includes the metadata, but no source locations
+    (``JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0``): they name the file IPython writes each cell
+    to, in a folder named after the kernel's process id, and would make every run miss.
+    No chapter shows a source location (XLA's compiled text for the CPU has none)."""
     return {
         "JAX_COMPILATION_CACHE_DIR": str(folder),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        "JAX_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY": "1",
+        "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",
         # Not JAX_COMPILATION_CACHE_MAX_SIZE: JAX needs `filelock` for it, and without
         # it warns in the cell's output and caches nothing. trim_cache bounds it instead.
     }
