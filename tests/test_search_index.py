@@ -13,7 +13,7 @@ PAGE = """<html><body><nav>Chapter list</nav>
 <section id="the-chapter"><span id="chapter"></span>
 <h1><span class="section-number">3. </span>The chapter<a class="headerlink" href="#the-chapter">#</a></h1>
 <div class="output text_html"><div class="jaxguide-provenance">How this page was produced</div></div>
-<p>Intro words about pytrees.</p>
+<p>Intro words about pytrees, and an IndivisibleError.</p>
 <section id="first-part"><span id="chapter-first"></span>
 <h2><span class="section-number">3.1. </span>First part<a class="headerlink" href="#first-part">#</a></h2>
 <p>Uses <code>jax.tree.leaves</code> on a dict.</p>
@@ -22,7 +22,8 @@ PAGE = """<html><body><nav>Chapter list</nav>
 <section id="deeper"><h3>Deeper<a class="headerlink" href="#deeper">#</a></h3><p>Nested words.</p></section>
 </section>
 <section id="questions-readers-ask"><h2>Questions readers ask</h2>
-<ul><li>Why? Answered in <a href="#first-part">First part</a>.</li></ul></section>
+<ul><li>Why? Answered in <a class="reference internal" href="#chapter-first">First part</a>,
+and <a class="reference internal" href="other.html#elsewhere">elsewhere</a>.</li></ul></section>
 <section id="exercise-content"><p>An exercise without a heading of its own.</p></section>
 </section>
 </article></body></html>"""
@@ -50,6 +51,24 @@ def test_each_section_is_a_record_with_its_own_content():
     assert 'data-pagefind-weight="0.5"' in questions.html
     assert "data-pagefind-weight" not in part.html
     assert 'data-pagefind-meta="title">3.1. First part</h2>' in part.document()
+    # A section knows its labels; a questions list, where its links lead.
+    assert {"first-part", "chapter-first"} <= part.ids and "deeper" not in part.ids
+    assert questions.links == ("pytrees.html#chapter-first", "other.html#elsewhere")
+    assert part.links == ()
+
+
+def test_questions_lists_lead_to_the_records_they_link_to():
+    records = search.sections(PAGE, "pytrees")
+    # The link to a label lands on the record of the section that holds it; a link to
+    # a page that is not indexed leads nowhere.
+    assert search.answers(records) == {
+        "pytrees.html#questions-readers-ask": ["pytrees.html#first-part"]
+    }
+
+
+def test_negated_words_are_the_books_own():
+    records = search.sections(PAGE, "pytrees")
+    assert search.negated(records) == ["indivisible"]
 
 
 def test_aliases_map_old_names_to_todays():
@@ -94,6 +113,10 @@ def test_the_index_holds_one_entry_per_section(tmp_path):
     assert entry["languages"]["en"]["page_count"] == 4
     assert (out / "pagefind.js").is_file() and not (out / "stale").exists()
     assert len(list((out / "fragment").glob("*.pf_fragment"))) == 4
-    assert json.loads((out / search.ALIASES).read_text()) == {
-        "jax.tree_leaves": ["jax.tree.leaves"]
-    }
+    tables = json.loads((out / search.ALIASES).read_text())
+    assert tables["aliases"] == {"jax.tree_leaves": ["jax.tree.leaves"]}
+    assert tables["negated"] == ["indivisible"]
+    # The questions list and the section it links to, by their Pagefind ids.
+    ids = {f.name.split(".")[0] for f in (out / "fragment").glob("*.pf_fragment")}
+    [(questions, targets)] = tables["answers"].items()
+    assert questions in ids and len(targets) == 1 and targets[0] in ids - {questions}

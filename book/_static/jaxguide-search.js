@@ -21,6 +21,7 @@
                metaWeights: { title: 1.0, page: 0.0 } },
     coverage: 1,        // the share of the query's words a section holds, to this power
     negated: 0.5,       // weight of a word's negated form (in-)
+    lift: 1.01,         // a section linked from a questions list: at least its score times this
     shown: 10,          // results shown
   };
   const STOP = new Set(("a an and are as at be but by can do does doing for from get gets got " +
@@ -30,23 +31,27 @@
   const bundle = new URL(root + "pagefind/", location.href).href;
   let pagefind = null;
   let aliases = null;
+  let negated = new Set();  // the book's in- words (indivisible)
+  let answers = new Map();  // a questions list's Pagefind id: the ids of the sections it links to
   const loaded = new Map(); // a section's data, by Pagefind's id (excerpts of its first query)
 
   async function load() {
     if (!pagefind) {
       const module = await import(bundle + "pagefind.js");
-      await module.options({ ranking: SETTINGS.ranking, excerptLength: 26 });
+      await module.options({ ranking: SETTINGS.ranking, excerptLength: 26, noWorker: true });
       await module.init();
       pagefind = module;
     }
     if (!aliases) {
       aliases = new Map();
       try {
-        const table = await (await fetch(bundle + "jaxguide-aliases.json")).json();
-        for (const [old, names] of Object.entries(table)) {
+        const tables = await (await fetch(bundle + "jaxguide-aliases.json")).json();
+        for (const [old, names] of Object.entries(tables.aliases)) {
           for (const key of aliasKeys(old)) aliases.set(key, names);
         }
-      } catch (err) { /* no aliases: names are searched as typed */ }
+        negated = new Set(tables.negated);
+        answers = new Map(Object.entries(tables.answers));
+      } catch (err) { /* no tables: words are searched as typed */ }
     }
   }
 
@@ -75,10 +80,11 @@
       if (split.length > 1) add(split.join(" "), 1);
       const renamed = aliases.get(letters(word).replace(/^jax(?=.)/, "")) || aliases.get(letters(word));
       for (const name of renamed || []) add(parts(name).filter((p) => p !== "jax").join(" "), 1);
-      // Only "in": Pagefind answers a word it lacks with its longest indexed prefix
-      // ("nonvalue": every word from "non"), which turns "un" and "non" into noise.
-      if (split.length === 1 && /^[a-z]{5,}$/.test(word) && !/^in/.test(word)) {
-        add("in" + word, SETTINGS.negated);
+      // Only the in- words the book has: Pagefind answers a word it lacks with every
+      // word of its longest indexed prefix ("inleaked": thousands of words from "in"),
+      // which is noise, and slow.
+      if (split.length === 1 && negated.has("in" + word.toLowerCase())) {
+        add("in" + word.toLowerCase(), SETTINGS.negated);
       }
       found.push({ word: word.toLowerCase(), forms: [...forms].map(([text, weight]) => ({ text, weight })) });
     }
@@ -108,9 +114,18 @@
       }
     }
     const n = query_words.length || 1;
-    return [...scores.values()]
-      .map((e) => ({ ...e, score: e.score * Math.pow(e.words / n, SETTINGS.coverage) }))
-      .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+    const ranked = [...scores.values()]
+      .map((e) => ({ ...e, own: e.score * Math.pow(e.words / n, SETTINGS.coverage) }));
+    // A questions list ranks below the sections it links to that the query found.
+    const byId = new Map();
+    for (const e of ranked) { e.score = e.own; byId.set(e.id, e); }
+    for (const e of ranked) {
+      for (const target of answers.get(e.id) || []) {
+        const t = byId.get(target);
+        if (t) t.score = Math.max(t.score, e.own * SETTINGS.lift);
+      }
+    }
+    return ranked.sort((a, b) => b.score - a.score || b.own - a.own || (a.id < b.id ? -1 : 1));
   }
 
   // The shown results: [{url, title, page, excerpt}], url relative to this page.

@@ -10,14 +10,21 @@ sections, and each result links to its section's anchor. The Questions page is i
 the same way. No page but ``search.html`` loads a search script, and that page loads
 the index only when a reader searches.
 
-Two more files beside the index: ``pagefind/jaxguide-aliases.json`` maps the old API
-names of the migration appendix's table to today's (a reader typing ``tree_leaves``
-also searches ``jax.tree.leaves``).
+Beside the index, ``pagefind/jaxguide-aliases.json`` holds what the search page adds to
+Pagefind: ``aliases``, the old API names of the migration appendix's table mapped to
+today's (a reader typing ``tree_leaves`` also searches ``jax.tree.leaves``);
+``negated``, the book's words that negate another with the prefix in- (``indivisible``:
+a reader's ``divisible`` also searches it; only words the book has, since Pagefind
+answers a word it lacks with every word of its longest indexed prefix, which for
+``in...`` is thousands); and ``answers``, for each record of a questions list, the
+records its questions link to, by their Pagefind ids (the search page ranks those above
+the list).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import html
 import json
@@ -38,6 +45,8 @@ logger = logging.getLogger(__name__)
 #: The folder of the index in the site.
 FOLDER = "pagefind"
 ALIASES = "jaxguide-aliases.json"
+# Changed when what is written beside the index changes, so that the index is written again.
+TABLES_FORMAT = "aliases, negated, answers by id"
 #: The migration appendix, whose table maps old names to today's.
 MIGRATION = "migration"
 
@@ -73,6 +82,8 @@ class Section:
     title: str  # the section's heading, as shown (with its number)
     page: str  # the page's title
     html: str  # the section's own HTML, without the elements of _NOT_TEXT
+    ids: frozenset[str] = frozenset()  # the ids in its own content, its own included
+    links: tuple[str, ...] = ()  # a questions list's links to sections: page.html#id
 
     def document(self) -> str:
         """The HTML Pagefind indexes for this record: the heading is its title."""
@@ -123,17 +134,56 @@ def sections(text: str, page: str) -> list[Section]:
         ]
         anchor = "" if i == 0 else f"#{section['id']}"
         own = "".join(parts)
+        ids = {section["id"]}
+        links: list[str] = []
+        for child in section.children:
+            if getattr(child, "name", None) and not (child.name == "section" and child in headed):
+                ids |= {t["id"] for t in [child, *child.find_all(id=True)] if t.get("id")}
         if page == QUESTIONS or section["id"] in QUESTION_LISTS:
             own = f'<div data-pagefind-weight="{QUESTIONS_WEIGHT}">{own}</div>'
+            for a in BeautifulSoup(own, "html.parser").select("a.internal[href], a[href^='#']"):
+                href = str(a["href"])
+                target = f"{page}.html{href}" if href.startswith("#") else href
+                if "#" in target and "/" not in target and target not in links:
+                    links.append(target)
         found.append(
             Section(
                 url=f"{page}.html{anchor}",
                 title=_text(heading),
                 page=page_title,
                 html=own,
+                ids=frozenset(ids),
+                links=tuple(links),
             )
         )
     return found
+
+
+def answers(records: list[Section]) -> dict[str, list[str]]:
+    """For each record of a questions list, the records its links lead to (their urls, as
+    the index has them), in the order of the links; links to no record are left out."""
+    record_of = {f"{r.url.split('#')[0]}#{i}": r.url for r in records for i in sorted(r.ids)}
+    table = {}
+    for r in records:
+        targets = [record_of[link] for link in r.links if link in record_of]
+        if targets:
+            table[r.url] = list(dict.fromkeys(t for t in targets if t != r.url))
+    return table
+
+
+_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
+
+
+def negated(records: list[Section]) -> list[str]:
+    """The words of ``records`` (lowercase, names split at their capitals and
+    underscores) that negate another with the prefix in-: ``in`` and 5 or more letters."""
+    from bs4 import BeautifulSoup
+
+    found: set[str] = set()
+    for r in records:
+        text = BeautifulSoup(r.html, "html.parser").get_text(" ")
+        found |= {w.lower() for w in _WORD.findall(text) if re.fullmatch(r"[Ii]n[a-z]{5,}", w)}
+    return sorted(found)
 
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -198,6 +248,7 @@ def write_index(app: Sphinx, outdir: Path) -> None:
     digest = hashlib.sha256(
         json.dumps([[r.url, r.title, r.page, r.html] for r in records]).encode()
         + json.dumps(table, sort_keys=True).encode()
+        + TABLES_FORMAT.encode()
     ).hexdigest()
     stamp = outdir.parent / ".jaxguide-search-digest"
     if (
@@ -212,8 +263,9 @@ def write_index(app: Sphinx, outdir: Path) -> None:
 
 
 def write_records(records: list[Section], table: dict[str, list[str]], out: Path) -> int:
-    """A fresh Pagefind index of ``records`` in ``out``, with the alias ``table``
-    beside it; returns the number of records Pagefind indexed."""
+    """A fresh Pagefind index of ``records`` in ``out``, with the search page's tables
+    beside it (the alias ``table``, the negated words, the questions' answers); returns
+    the number of records Pagefind indexed."""
     if out.exists():
         shutil.rmtree(out)
     count = asyncio.run(_write(records, out))
@@ -224,7 +276,19 @@ def write_records(records: list[Section], table: dict[str, list[str]], out: Path
         raise RuntimeError(
             f"jaxguide_build.site: Pagefind indexed {pages} of {count} sections in {out}"
         )
-    write_atomic(out / ALIASES, json.dumps(table, sort_keys=True).encode())
+    # The search page knows a result by its Pagefind id (its fragment's name) before it
+    # loads the result's data: the answers table is written with those ids.
+    ids = {}
+    for fragment in (out / "fragment").glob("*.pf_fragment"):
+        data = gzip.decompress(fragment.read_bytes()).removeprefix(b"pagefind_dcd")
+        ids[json.loads(data)["url"].removeprefix("/")] = fragment.name.split(".")[0]
+    by_id = {
+        ids[q]: [ids[t] for t in targets if t in ids]
+        for q, targets in answers(records).items()
+        if q in ids
+    }
+    tables = {"aliases": table, "negated": negated(records), "answers": by_id}
+    write_atomic(out / ALIASES, json.dumps(tables, sort_keys=True).encode())
     return count
 
 
