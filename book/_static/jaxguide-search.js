@@ -29,30 +29,38 @@
     "this to use using was what when where which while why will with without you your").split(" "));
   const root = document.documentElement.dataset.content_root || "./";
   const bundle = new URL(root + "pagefind/", location.href).href;
-  let pagefind = null;
-  let aliases = null;
+  let pagefind = null;  // a promise of Pagefind's module, once a reader searches
+  let aliases = null;   // a promise of the old names' table
   let negated = new Set();  // the book's in- words (indivisible)
   let answers = new Map();  // a questions list's Pagefind id: the ids of the sections it links to
   const loaded = new Map(); // a section's data, by Pagefind's id (excerpts of its first query)
 
+  // Pagefind and the tables beside its index, loaded side by side.
   async function load() {
-    if (!pagefind) {
-      const module = await import(bundle + "pagefind.js");
-      await module.options({ ranking: SETTINGS.ranking, excerptLength: 26, noWorker: true });
-      await module.init();
-      pagefind = module;
-    }
-    if (!aliases) {
-      aliases = new Map();
-      try {
-        const tables = await (await fetch(bundle + "jaxguide-aliases.json")).json();
-        for (const [old, names] of Object.entries(tables.aliases)) {
-          for (const key of aliasKeys(old)) aliases.set(key, names);
-        }
-        negated = new Set(tables.negated);
-        answers = new Map(Object.entries(tables.answers));
-      } catch (err) { /* no tables: words are searched as typed */ }
-    }
+    // A failed load is tried again at the next search.
+    if (!pagefind) pagefind = loadPagefind().catch((err) => { pagefind = null; throw err; });
+    if (!aliases) aliases = loadTables();
+    await Promise.all([pagefind, aliases]);
+  }
+  async function loadPagefind() {
+    const module = await import(bundle + "pagefind.js");
+    // On the page's thread: Pagefind 1.5's web worker left one query in a hundred
+    // waiting 4 to 8 s in headless Chromium (bench/search.py); a search takes some ms.
+    await module.options({ ranking: SETTINGS.ranking, excerptLength: 26, noWorker: true });
+    await module.init();
+    return module;
+  }
+  async function loadTables() {
+    const found = new Map();
+    try {
+      const tables = await (await fetch(bundle + "jaxguide-aliases.json")).json();
+      for (const [old, names] of Object.entries(tables.aliases)) {
+        for (const key of aliasKeys(old)) found.set(key, names);
+      }
+      negated = new Set(tables.negated);
+      answers = new Map(Object.entries(tables.answers));
+    } catch (err) { /* no tables: words are searched as typed */ }
+    return found;
   }
 
   const letters = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
@@ -67,7 +75,7 @@
   }
 
   // The query's words, each with the forms it is searched in: [{text, weight}].
-  function words(query) {
+  function words(query, aliases) {
     const found = [];
     for (const raw of query.split(/\s+/)) {
       const word = raw.replace(/^[^A-Za-z0-9_]+|[^A-Za-z0-9_]+$/g, "");
@@ -95,12 +103,15 @@
   // Sections ranked for the query: [{id, score, result}], best first.
   async function rank(query) {
     await load();
-    const query_words = words(query);
+    const pf = await pagefind;
+    const query_words = words(query, await aliases);
+    // Every index chunk the query's words need, fetched at once, before the searches.
+    await pf.preload(query_words.flatMap((w) => w.forms.map((f) => f.text)).join(" "));
     const scores = new Map();
     for (const word of query_words) {
       const best = new Map();
       for (const form of word.forms) {
-        const search = await pagefind.search(form.text);
+        const search = await pf.search(form.text);
         for (const result of search.results) {
           const score = form.weight * result.score;
           if (!(best.get(result.id)?.score >= score)) best.set(result.id, { score, result });
@@ -194,11 +205,11 @@
   }
 
   window.jaxguideSearch = {
-    SETTINGS, search, rank, words: (q) => load().then(() => words(q)),
+    SETTINGS, search, rank, words: async (q) => { await load(); return words(q, await aliases); },
     // For bench/search.py: other settings, ranking included.
     configure: async (settings) => {
       Object.assign(SETTINGS, settings);
-      if (settings.ranking && pagefind) await pagefind.options({ ranking: settings.ranking });
+      if (settings.ranking && pagefind) await (await pagefind).options({ ranking: settings.ranking });
     },
     last: null,
   };

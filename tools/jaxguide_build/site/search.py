@@ -24,6 +24,7 @@ the list).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gzip
 import hashlib
 import html
@@ -268,7 +269,10 @@ def write_records(records: list[Section], table: dict[str, list[str]], out: Path
     the number of records Pagefind indexed."""
     if out.exists():
         shutil.rmtree(out)
-    count = asyncio.run(_write(records, out))
+    # Pagefind's client is asynchronous; where an event loop already runs in this thread
+    # (a test that drove a browser with Playwright), the index is written in another.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        count = pool.submit(asyncio.run, _write(records, out)).result()
     entry = out / "pagefind-entry.json"
     indexed = json.loads(entry.read_text(encoding="utf-8")) if entry.is_file() else {}
     pages = sum(lang.get("page_count", 0) for lang in indexed.get("languages", {}).values())
