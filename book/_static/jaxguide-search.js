@@ -5,13 +5,17 @@
  * Pagefind returns the records that hold every word of a query. A reader's query often
  * has a word the answering section lacks, so each word is searched on its own and a
  * section scores the sum of its words' Pagefind scores, times the share of the query's
- * words it holds (to the power COVERAGE): a missing word lowers a section, it does not
+ * words it holds (to the power coverage): a missing word lowers a section, it does not
  * empty the list. A word is searched in several forms, its best form counting:
  *   - an API name as typed (tree_leaves, jax.tree.leaves, IndivisibleError): its
  *     letters joined, as Pagefind indexes the name, and its parts, all required;
  *   - an old name of the migration appendix's table (pagefind/jaxguide-aliases.json):
  *     the names that replace it;
- *   - a plain word with the negating prefix in- (divisible: indivisible), weighed less.
+ *   - a plain word with the negating prefix in- (divisible: indivisible), weighed less,
+ *     where the book has that word (the table's "negated").
+ * A section that a question list (the Questions page, a chapter's "Questions readers
+ * ask") links to, found by the same query, ranks at least lift times the list's score:
+ * the answer above the question (the table's "answers", by Pagefind id).
  * SETTINGS were tuned with bench/search.py on bench/search_queries.yml.
  * window.jaxguideSearch exposes the search for that bench and the browser tests. */
 (() => {
