@@ -181,3 +181,22 @@ def test_autodiff_nan_diagnosis_wording(book):
 def test_autodiff_custom_jvp_accepts_traced_nondiff(book):
     g = glued(book, "autodiff")
     assert float(g["custom_jvp_traced_tol"]) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
+
+
+def test_autodiff_common_errors(book):
+    g = glued(book, "autodiff")
+    text = page_text(book, "autodiff")
+    # has_aux with one result: the TypeError the prose quotes; then a pair with a dict.
+    assert "expected function with aux output to return a two-element tuple" in text
+    grad_w, metrics = g["aux_metrics"]
+    assert grad_w == [0.0, 2.0, 4.0]  # 2w at w = (0, 1, 2)
+    assert metrics == {"max": 2.0, "norm": pytest.approx(5**0.5)}
+    # Complex inputs: refused without holomorphic=True, then both modes agree.
+    assert "jacfwd requires real-valued inputs" in text
+    assert g["holomorphic_ok"] is True
+    # The norm at zero: nan through the square root, 0 with the double where.
+    norm_sq, sqrt0 = g["norm_zero_grads"]
+    assert norm_sq == ["nan"] * 3 and sqrt0 == "inf"
+    at_zero, at_34 = g["safe_norm_grads"]
+    assert at_zero == [0.0, 0.0, 0.0]
+    assert at_34 == pytest.approx([3 / 5, 4 / 5])
