@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
     KERNEL_FILE_RE,
@@ -65,6 +66,24 @@ def unmarked_book_tests(items: list) -> list[str]:
         if set(BOOK_FIXTURES) & set(getattr(item, "fixturenames", ()))
         and item.get_closest_marker("book") is None
     ]
+
+
+def suite_order(items: list) -> list:
+    """The collected tests in the order that keeps this 2-core machine's cores busy.
+
+    The notebooks' run from a wheel (tests/wheelrun.py) executes every chapter in the
+    background, two at a time, once the book is built. Every test that does not need its
+    result runs first, beside it; the tests that read its result come after them; the
+    tests marked ``idle`` (Lighthouse: its mobile simulation scales the main-thread time
+    it observes, so a busy machine scores a fast page low) come last, when nothing else
+    runs. Within each group the order is pytest's."""
+
+    def group(item: Any) -> int:
+        if item.get_closest_marker("idle") is not None:
+            return 2
+        return int("wheel_notebooks" in getattr(item, "fixturenames", ()))
+
+    return sorted(items, key=group)
 
 
 def _stamp(path: Path | str) -> tuple[str, int, int]:

@@ -15,7 +15,7 @@ import pytest
 jax.config.update("jax_num_cpu_devices", 8)
 
 import wheelrun
-from bookcheck import ROOT, jupyter_book, unmarked_book_tests
+from bookcheck import ROOT, jupyter_book, suite_order, unmarked_book_tests
 from jaxguide_build import toc  # the toc as Jupyter Book reads it
 
 
@@ -55,6 +55,7 @@ def pytest_collection_modifyitems(config, items):
             "these tests use the built book but are not marked @pytest.mark.book, so "
             "`make unit` would build the whole book: " + ", ".join(unmarked)
         )
+    items[:] = suite_order(items)
 
 
 @pytest.fixture(scope="session")

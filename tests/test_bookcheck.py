@@ -3,7 +3,16 @@
 import os
 from types import SimpleNamespace
 
-from bookcheck import glued, images, load, page_text, problems, should_output, unmarked_book_tests
+from bookcheck import (
+    glued,
+    images,
+    load,
+    page_text,
+    problems,
+    should_output,
+    suite_order,
+    unmarked_book_tests,
+)
 
 
 def code(src, outputs=(), tags=()):
@@ -127,3 +136,22 @@ def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
         os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
     assert page_text(book, "ch") == "three" and images(book, "ch") == []
     assert glued(book, "ch") == {"n": 4} and len(parsed) == 2
+
+
+def test_the_suite_runs_the_wheel_readers_after_the_rest_and_idle_tests_last():
+    class Item:
+        def __init__(self, nodeid, fixtures, idle=False):
+            self.nodeid, self.fixturenames, self.idle = nodeid, fixtures, idle
+
+        def get_closest_marker(self, name):
+            return object() if self.idle and name == "idle" else None
+
+    items = [
+        Item("lighthouse", ["book"], idle=True),
+        Item("reproducible", ["book", "wheel_notebooks"]),
+        Item("unit", ["tmp_path"]),
+        Item("notebooks", ["wheel_notebooks"]),
+        Item("page", ["book"]),
+    ]
+    order = [i.nodeid for i in suite_order(items)]
+    assert order == ["unit", "page", "reproducible", "notebooks", "lighthouse"]

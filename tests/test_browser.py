@@ -844,6 +844,7 @@ def lighthouse_pages(html: Path) -> list[str]:
     return ["index"] + jaxguide_lighthouse.heaviest(html, CHAPTERS, 2)
 
 
+@pytest.mark.idle
 @pytest.mark.parametrize("rank", [0, 1, 2], ids=["landing", "heaviest", "second-heaviest"])
 def test_lighthouse_mobile_scores(book, site, rank):
     """Lighthouse's mobile run (simulated slow 4G, 4x CPU slowdown) on the page served

@@ -79,6 +79,8 @@ def test_autodiff_custom_rules(book):
     assert [name for name, _ in errs] == [
         "TypeError",
         "TypeError",
+        "TypeError",
+        "TypeError",
         "ValueError",
         "TypeError",
         "UnexpectedTracerError",
@@ -86,10 +88,13 @@ def test_autodiff_custom_rules(book):
     assert "grad requires real- or complex-valued inputs" in errs[0][1]
     assert "but got int32" in errs[0][1]
     assert "Gradient only defined for scalar-output functions" in errs[1][1]
-    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[2][1]
-    assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[3][1]
+    # has_aux with one result; jacfwd of a complex input.
+    assert "expected function with aux output to return a two-element tuple" in errs[2][1]
+    assert "jacfwd requires real-valued inputs" in errs[3][1]
+    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[4][1]
+    assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[5][1]
     # A traced value in a nondiff_argnums position is refused.
-    assert "nondiff_argnums" in errs[4][1]
+    assert "nondiff_argnums" in errs[6][1]
     g = glued(book, "autodiff")
     exact, exact2 = 0.5 / np.sqrt(2.0), -0.25 * 2.0**-1.5
     assert float(g["while_tangent"]) == pytest.approx(exact, rel=1e-5)
@@ -181,3 +186,20 @@ def test_autodiff_nan_diagnosis_wording(book):
 def test_autodiff_custom_jvp_accepts_traced_nondiff(book):
     g = glued(book, "autodiff")
     assert float(g["custom_jvp_traced_tol"]) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
+
+
+def test_autodiff_common_errors(book):
+    g = glued(book, "autodiff")
+    # has_aux with one result (the error cell, read in test_autodiff_custom_rules);
+    # then a pair with a dict.
+    grad_w, metrics = g["aux_metrics"]
+    assert grad_w == [0.0, 2.0, 4.0]  # 2w at w = (0, 1, 2)
+    assert metrics == {"max": 2.0, "norm": pytest.approx(5**0.5)}
+    # Complex inputs: refused without holomorphic=True, then both modes agree.
+    assert g["holomorphic_ok"] is True
+    # The norm at zero: nan through the square root, 0 with the double where.
+    norm_sq, sqrt0 = g["norm_zero_grads"]
+    assert norm_sq == ["nan"] * 3 and sqrt0 == "inf"
+    at_zero, at_34 = g["safe_norm_grads"]
+    assert at_zero == [0.0, 0.0, 0.0]
+    assert at_34 == pytest.approx([3 / 5, 4 / 5])

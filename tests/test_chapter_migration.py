@@ -45,6 +45,7 @@ ROWS = {
     "jax.experimental.optimizers": ("`jax.experimental.optimizers`", "removed"),
     "jax.experimental.stax": ("`jax.experimental.optimizers`", "removed"),
     "jax.xla_computation": ("`jax.xla_computation(", "removed"),
+    "jax.partial": ("`jax.partial(", "removed"),
 }
 # What a probe's printed result means.
 MEANING = {

@@ -228,3 +228,13 @@ def test_figure_and_faq(book):
     imgs = images(book, "moe")
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
+
+
+def test_dropless_dispatch_lowers_for_gpu_and_tpu(book):
+    g = glued(book, "moe")
+    ops = g["dropless_ops"]
+    assert sorted(ops) == ["cuda", "tpu"]
+    assert all(o == ["all_to_all", "all_to_all", "ragged_all_to_all"] for o in ops.values())
+    assert g["dropless_buffer"] == 8
+    # the CPU compile is shown failing: XLA:CPU has no ragged-all-to-all
+    assert "ragged-all-to-all" in page_text(book, "moe")

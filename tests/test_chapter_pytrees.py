@@ -89,3 +89,17 @@ def test_pytrees_transformations(book, g):
     assert g["dense_update"] == "Dense(w=(2, 3), b=(3,), activation='relu')"
     assert g["dense_weight_counts"] == {"[0].w": 32, "[1].w": 48}
     assert g["weight_counts"] == {"[0]['w']": 32, "[1]['w']": 256, "[2]['w']": 48}
+
+
+def test_pytrees_mismatches_and_flat_vectors(book, g):
+    text = page_text(book, "pytrees")
+    # A list against a tuple of lists: the roots differ in type (the error cell).
+    assert "different types" in text and "<class 'tuple'>" in text
+    # pair = [1, 0]; each leaf meets (p, 2p): p - p - 2p.
+    assert g["prefix_map"] == [[-2.0, -2.0], [0.0, 0.0]]
+    assert g["per_layer"] == ["[0]: 2 arrays", "[1]: 2 arrays"]
+    # (2, 3) + 3 + (3, 1) + 1 entries.
+    assert g["ravel_size"] == 6 + 3 + 3 + 1
+    # A flatten function that returns a list; aux data that differs between trees.
+    assert "should return a (children, aux_data) tuple" in text
+    assert text.count("different pytree metadata") >= 2

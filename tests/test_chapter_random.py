@@ -133,3 +133,13 @@ def test_random_exercises(g):
     assert float(g["pi_diagonal"]) == pytest.approx(4 / np.sqrt(2), abs=0.02)
     assert g["dropout_masks"] == 8
     assert float(g["dropout_mean"]) == pytest.approx(1.0, abs=0.05)
+
+
+def test_random_keys_from_names_and_seeds(g):
+    shape, distinct = g["grid_keys"]
+    assert shape == [3, 4] and distinct == 3 * 4
+    bits = g["seed_bits"]
+    # Only the low 32 bits of a seed count: (hi, lo) words of the key's data.
+    for seed in bits:
+        assert bits[seed] == [0, seed % 2**32]
+    assert bits[-1] == bits[2**32 - 1] and bits[2**32] == bits[0]

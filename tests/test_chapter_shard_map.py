@@ -199,3 +199,13 @@ def open_source(name):
     from pathlib import Path
 
     return (Path(__file__).parents[1] / "book" / f"{name}.md").read_text()
+
+
+def test_old_errors_non_arrays_and_vmap(book):
+    g = glued(book, "shard_map")
+    assert g["no_rule_ops"] is True
+    assert g["non_array_arg"] is True
+    specs = g["vmap_specs"]
+    totals = [sum(range(16 * r, 16 * r + 16)) for r in range(4)]
+    assert specs["{}"] == ("P()", totals)
+    assert specs["{'spmd_axis_name': 'b'}"] == ("P('b',)", totals)

@@ -84,6 +84,10 @@ def test_sharding_matmul_cases(book):
     assert g["split_sent"] == [("all-reduce", 8 * 8 * F32, 4)]
     assert "reduce_scatter_creator" in text and "Case 3 has a cheaper variant" in text
     assert "Three cases" not in text and "8 imes 8" not in text
+    # Ring costs of case 3's 8x8 float32 operand over 4 devices.
+    n, operand = 4, 8 * 8 * F32
+    assert g["ring_ar_sent"] == 2 * (n - 1) * operand // n
+    assert g["ring_rs_sent"] == (n - 1) * operand // n
     # Explicit out_sharding: the price of C[I_x, K] (gather eb.T's blocks along x,
     # reduce the y halves along y).
     assert sorted(g["gram_sent"]) == [
@@ -113,6 +117,20 @@ def test_sharding_explicit_and_memory(book):
         "index": "memory_space",
     }
     assert "computing on one outside such a move fails" not in text
+    # The same indexing under jit is a dynamic_slice of the host array and stays on the
+    # host; so do dynamic_index_in_dim and the thread's one-device eager a[0].
+    assert g["index_kinds"] == ["pinned_host"] * 3
+    assert "dynamic_slice" in g["index_prims"] and "gather" not in g["index_prims"]
+    # Unreduced: adding two products' partial sums before one all-reduce halves its
+    # bytes; each reduced product's y half is an f32[2,8].
+    half = 2 * 8 * F32
+    assert g["unreduced_reduce_bytes"] == {"reduced": 2 * half, "unreduced": half}
+    assert (g["ar_reduced"], g["ar_unreduced"]) == (2 * half, half)
+    assert "{U:y}" in text and "lhs is unreduced while rhs is not" in text
+    # Nullary ops are replicated unless asked; a one-sided contraction gathers the
+    # weight's 2x16 row blocks.
+    assert g["nullary_types"] == ["float32[8,8]", "float32[8@x,8]"]
+    assert g["fsdp_sent"] == [("all-gather", "f32[2,16]")]
     # The prose's memory spaces are the ones the error names: host for the stack.
     assert "Got one operand with type: float32<host>[4,8,8] and another" in text
 
@@ -124,6 +142,11 @@ def test_sharding_binary_ops(book):
     assert g["add_sent"] == [("all-to-all", 4 * 1 * 2 * 2 * F32, 4)]
     assert "ShardingTypeError: select `which` must be scalar or have the same sharding" in text
     assert g["slice_sent"] == ({"all-gather": 1}, {})
+    # The gathered result is the whole 16x4 float32 array, on every device.
+    assert g["slice_gathered"] == 16 * 4 * F32
+    assert g["scatter_dims"] == [("(0, 1)", "()"), ("(1,)", "(0,)")]
+    # The where error shows both specs, not a cut prefix.
+    assert "P(None,)" in text and "P('x',)" in text
 
 
 def test_sharding_uneven(book):
@@ -155,4 +178,7 @@ def test_sharding_timing_glued(book):
     assert "cannot add compute" not in text
     assert re.search(rf"this machine.s {g['shard_cores']} CPU cores", text)
     assert "Do not read more into that" not in text  # the caveat is two sentences now
-    assert re.fullmatch(VERDICT, g["weak_8_vs_1"]) and g["weak_8_vs_1"] in text
+    for key in ("weak_2_vs_1", "weak_8_vs_1", "weak_8_vs_alone"):
+        assert re.fullmatch(VERDICT, g[key]) and g[key] in text, key
+    # The reading printed follows the measurement's direction.
+    assert g["weak_reading"] in text

@@ -177,3 +177,15 @@ def test_training_nnx_state_holds_more_than_parameters(book):
     assert m, "variable count missing"
     kinds = dict((k, int(n)) for k, n in re.findall(r"(\w+) (\d+)", m[1]))
     assert kinds == {"Param": 10, "BatchStat": 4, "RngCount": 1, "RngKey": 1}, kinds
+
+
+def test_freezing_and_injected_learning_rates(book):
+    g = glued(book, "training")
+    # Three layers of (w, b): only the last layer's two leaves move.
+    assert g["freeze_moved"] == [False] * 4 + [True] * 2
+    full, frozen, forward = g["freeze_flops"]
+    assert frozen < full / 2 and forward <= frozen < 1.2 * forward
+    # One compile per baked-in learning rate, one in all with inject_hyperparams.
+    assert g["lr_compiles"] == (2, 1)
+    # warmup_cosine_decay_schedule(0 -> 3e-3 over 60 steps): linear warmup.
+    assert g["lr_used"] == pytest.approx([0.0, 3e-3 / 60, 2 * 3e-3 / 60], rel=1e-4, abs=1e-12)

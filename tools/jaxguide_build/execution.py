@@ -157,7 +157,7 @@ class LongestFirst(JupyterExecutorLocalMproc):
     ``Pool.map`` hands each worker chunks of three chapters in the order they were added,
     so one core could run the last three long ones while the other sat idle."""
 
-    def run_and_cache(  # type: ignore[override]
+    def run_and_cache(
         self, *, filter_uris: list[str] | None = None, timeout: int = 30, allow_errors: bool = False
     ) -> ExecutorRunResult:
         records = self.get_records(filter_uris, None, clear_tracebacks=True)
