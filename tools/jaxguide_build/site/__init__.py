@@ -8,7 +8,7 @@ one cause; :func:`_finish` runs the passes over the written site in order:
 ==================  ===================================================================
 ``mathml``          math rendered to MathML at build time (a Sphinx math renderer)
 ``theme``           Thebe dropped, theme mode set, page descriptions, the theme's script
-``search``          the search scorer's path; search scripts only on search.html
+``search``          a Pagefind index of every section; search.html's own script
 ``images``          figures shrunk to palette PNGs, sized ``<img>`` tags, Sphinx's copies
 ``pages``           each page rewritten: scripts, Pygments spans, accessibility
 ``icons``           only the Font Awesome rules and glyphs the pages use
@@ -48,10 +48,10 @@ def _finish(app: Sphinx, exception: BaseException | None) -> None:
     bundle.bundle_stylesheets(outdir, memo)
     memo.save()
     icons.subset_fonts(outdir, codepoints)
+    search.write_index(app, outdir)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("config-inited", search.resolve_scorer)
     app.connect("builder-inited", theme.clear_rewritten)
     app.connect("builder-inited", stylesheets.restore_stylesheets)
     app.add_html_math_renderer("mathml", (mathml.visit_math, None), (mathml.visit_math_block, None))

@@ -179,7 +179,7 @@ _PRE = re.compile(r"<pre(?![^>]*\btabindex=)(?=[\s>])")
 
 
 def _rewrite_page(
-    text: str, page: Path, outdir: Path, *, as_you_type: bool, plain: frozenset[str] = frozenset()
+    text: str, page: Path, outdir: Path, *, plain: frozenset[str] = frozenset()
 ) -> str:
     """``text``, the page ``page`` of the site in ``outdir``, as the site serves it."""
     slim = icons._FA_SCRIPT.sub("", text)
@@ -188,7 +188,7 @@ def _rewrite_page(
     slim = _SCRIPT_PRELOAD.sub("", slim)
     slim = _drop_unused_scripts(slim)
     slim = _inline_doc_options(slim, outdir)
-    slim = search.search_scripts(slim, page, as_you_type=as_you_type)
+    slim = search.search_scripts(slim, page)
     head, sep, body = slim.partition("</head>")
     slim = _HEAD_SCRIPT.sub(r'<script\1 defer src="\2"></script>', head) + sep + body
     slim = icons._preload_icon_fonts(slim, page, outdir)
@@ -227,7 +227,7 @@ def rewrite_pages(app: Sphinx, outdir: Path) -> PageMemo:
         text = page.read_text(encoding="utf-8")
         if memo.final(page, text):
             continue
-        slim = _rewrite_page(text, page, outdir, as_you_type=as_you_type, plain=plain)
+        slim = _rewrite_page(text, page, outdir, plain=plain)
         if slim != text:
             page.write_text(slim, encoding="utf-8")
         if "fontawesome.js" in slim:

@@ -1,40 +1,308 @@
-"""Search: ``html_search_scorer`` (``book/_static/jaxguide-search.js``) resolved
-against the book's folder, and the search scripts (tools, index, scorer) only on the
-page that uses them, search.html."""
+"""Search: a Pagefind index of every section of the book, written after Sphinx, and the
+search page (``search.html``) that reads it (``book/_static/jaxguide-search.js``).
+
+Sphinx's own search (searchtools.js and searchindex.js) ranks whole pages, needs every
+word of the query on one page, and hangs on some words in the Sphinx 7.4 line that
+Jupyter Book 1 pins (sphinx-doc/sphinx#13096). Here each section of each page of the
+table of contents (its heading, prose, code and outputs, without its subsections) is a
+record of its own in a Pagefind index (``pagefind/`` in the site): a search ranks
+sections, and each result links to its section's anchor. The Questions page is indexed
+the same way. No page but ``search.html`` loads a search script, and that page loads
+the index only when a reader searches.
+
+Beside the index, ``pagefind/jaxguide-aliases.json`` holds what the search page adds to
+Pagefind: ``aliases``, the old API names of the migration appendix's table mapped to
+today's (a reader typing ``tree_leaves`` also searches ``jax.tree.leaves``);
+``negated``, the book's words that negate another with the prefix in- (``indivisible``:
+a reader's ``divisible`` also searches it; only words the book has, since Pagefind
+answers a word it lacks with every word of its longest indexed prefix, which for
+``in...`` is thousands); and ``answers``, for each record of a questions list, the
+records its questions link to, by their Pagefind ids (the search page ranks those above
+the list).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import gzip
+import hashlib
+import html
+import json
+import keyword
 import re
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from sphinx.application import Sphinx
-from sphinx.config import Config
+from sphinx.util import logging
 
-# pydata-sphinx-theme loads Sphinx's search tools and the whole search index in the
-# head of every page, for its search-as-you-type option. With that option off (its
-# default, and this book's), only search.html uses them: elsewhere they are
-# render-blocking scripts. The search dialog submits to search.html either way.
+from .. import toc
+from ..cache import write_atomic
+
+logger = logging.getLogger(__name__)
+
+#: The folder of the index in the site.
+FOLDER = "pagefind"
+ALIASES = "jaxguide-aliases.json"
+# Changed when what is written beside the index changes, so that the index is written again.
+TABLES_FORMAT = "aliases, negated, answers by id"
+#: The migration appendix, whose table maps old names to today's.
+MIGRATION = "migration"
+
+# Sphinx's search scripts, in search.html's <head>: replaced by the book's search script.
 _SEARCH_SCRIPTS = re.compile(
-    r'[ \t]*<script src="(?:\.\./)*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)[^"]*"></script>\n?'
+    r'[ \t]*<script[^>]* src="(?:\.\./)*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)[^"]*"></script>\n?'
 )
-_SCORER_SCRIPT = re.compile(
+_BOOK_SEARCH = '<script defer src="_static/jaxguide-search.js"></script>\n'
+_BOOK_SCRIPT = re.compile(
     r'[ \t]*<script[^>]* src="(?:\.\./)*_static/jaxguide-search\.js[^"]*"></script>\n?'
 )
+# Elements whose text is not the section's: permalinks, buttons, scripts, the build's
+# provenance box, the hidden bookkeeping cells, math's TeX source (the MathML is kept).
+_NOT_TEXT = (
+    "a.headerlink, script, style, button, summary, .jaxguide-provenance, "
+    "div.cell.tag_remove-input .cell_input, div.cell.tag_hide-input .cell_input, "
+    "annotation, .toggle-details__summary"
+)
+_HEADING = re.compile(r"^h[1-6]$")
+# The Questions page and each chapter's "Questions readers ask" list questions, each
+# with a link to the section that answers it: their words count less than a section's
+# own (Pagefind's data-pagefind-weight), so that the answer ranks above the question.
+QUESTIONS = "questions"
+QUESTION_LISTS = ("questions-readers-ask",)
+QUESTIONS_WEIGHT = 0.5
 
 
-def resolve_scorer(app: Sphinx, config: Config) -> None:
-    """``html_search_scorer`` is opened relative to the working directory; resolve it
-    against the book's folder, so the build works from any directory."""
-    scorer = config.html_search_scorer
-    if scorer and not Path(scorer).is_absolute():
-        config.html_search_scorer = str(Path(app.confdir) / scorer)
+@dataclass(frozen=True)
+class Section:
+    """One record of the index: a section's own content (its subsections excluded)."""
+
+    url: str  # page.html#section-id ("page.html" for the page's first section)
+    title: str  # the section's heading, as shown (with its number)
+    page: str  # the page's title
+    html: str  # the section's own HTML, without the elements of _NOT_TEXT
+    ids: frozenset[str] = frozenset()  # the ids in its own content, its own included
+    links: tuple[str, ...] = ()  # a questions list's links to sections: page.html#id
+
+    def document(self) -> str:
+        """The HTML Pagefind indexes for this record: the heading is its title."""
+        return (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8"></head><body>'
+            f'<span data-pagefind-meta="page" data-pagefind-ignore>{html.escape(self.page)}</span>'
+            f'<main data-pagefind-body><h2 data-pagefind-meta="title">{html.escape(self.title)}'
+            f"</h2>{self.html}</main></body></html>"
+        )
 
 
-def search_scripts(text: str, page: Path, *, as_you_type: bool) -> str:
-    """``text`` (the page ``page``) without the search scripts it does not use."""
-    if page.name == "search.html":
-        return text
-    if not as_you_type:
-        text = _SEARCH_SCRIPTS.sub("", text)
-    # The search scorer (book/_static/jaxguide-search.js) is for search.html only.
-    return _SCORER_SCRIPT.sub("", text)
+def _text(tag) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(tag.get_text(" ").split())
+
+
+def headed_sections(article):  # type: ignore[no-untyped-def]
+    """The ``<section>`` elements of ``article`` (BeautifulSoup) that have an id and a
+    heading of their own: the records of the index, in the page's order."""
+    return [
+        s
+        for s in article.find_all("section")
+        if s.find(_HEADING, recursive=False) is not None and s.get("id")
+    ]
+
+
+def sections(text: str, page: str) -> list[Section]:
+    """The sections of the built page ``page`` (its name, e.g. ``"sharding"``) whose
+    HTML is ``text``: each ``<section>`` of the article that has a heading, with its
+    own content only."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(text, "html.parser")
+    article = soup.select_one("article.bd-article")
+    if article is None:
+        return []
+    for tag in article.select(_NOT_TEXT):
+        tag.decompose()
+    found = []
+    headed = headed_sections(article)
+    page_title = _text(headed[0].find(_HEADING, recursive=False)) if headed else page
+    for i, section in enumerate(headed):
+        heading = section.find(_HEADING, recursive=False)
+        parts = [
+            str(child)
+            for child in section.children
+            if child is not heading
+            and not (getattr(child, "name", None) == "section" and child in headed)
+        ]
+        anchor = "" if i == 0 else f"#{section['id']}"
+        own = "".join(parts)
+        ids = {section["id"]}
+        links: list[str] = []
+        for child in section.children:
+            if getattr(child, "name", None) and not (child.name == "section" and child in headed):
+                ids |= {t["id"] for t in [child, *child.find_all(id=True)] if t.get("id")}
+        if page == QUESTIONS or section["id"] in QUESTION_LISTS:
+            own = f'<div data-pagefind-weight="{QUESTIONS_WEIGHT}">{own}</div>'
+            for a in BeautifulSoup(own, "html.parser").select("a.internal[href], a[href^='#']"):
+                href = str(a["href"])
+                target = f"{page}.html{href}" if href.startswith("#") else href
+                if "#" in target and "/" not in target and target not in links:
+                    links.append(target)
+        found.append(
+            Section(
+                url=f"{page}.html{anchor}",
+                title=_text(heading),
+                page=page_title,
+                html=own,
+                ids=frozenset(ids),
+                links=tuple(links),
+            )
+        )
+    return found
+
+
+def answers(records: list[Section]) -> dict[str, list[str]]:
+    """For each record of a questions list, the records its links lead to (their urls, as
+    the index has them), in the order of the links; links to no record are left out."""
+    record_of = {f"{r.url.split('#')[0]}#{i}": r.url for r in records for i in sorted(r.ids)}
+    table = {}
+    for r in records:
+        targets = [record_of[link] for link in r.links if link in record_of]
+        if targets:
+            table[r.url] = list(dict.fromkeys(t for t in targets if t != r.url))
+    return table
+
+
+_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
+
+
+def negated(records: list[Section]) -> list[str]:
+    """The words of ``records`` (lowercase, names split at their capitals and
+    underscores) that negate another with the prefix in-: ``in`` and 5 or more letters."""
+    from bs4 import BeautifulSoup
+
+    found: set[str] = set()
+    for r in records:
+        text = BeautifulSoup(r.html, "html.parser").get_text(" ")
+        found |= {w.lower() for w in _WORD.findall(text) if re.fullmatch(r"[Ii]n[a-z]{5,}", w)}
+    return sorted(found)
+
+
+_CODE = re.compile(r"`([^`]+)`")
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def aliases(migration_md: str) -> dict[str, list[str]]:
+    """Old API names of the migration appendix's table (its first column) mapped to the
+    names that replace them (the code in its second column): ``{"jax.tree_leaves":
+    ["jax.tree.leaves", ...], ...}``. Several old names in one cell each map to every
+    new name of the row."""
+    table: dict[str, list[str]] = {}
+    rows: list[tuple[list[str], list[str]]] = []
+    for line in migration_md.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or set(cells[0]) <= {"-", ":"}:
+            continue
+        rows.append((_names(cells[0]), _names(cells[1])))
+    current = {n for _, new in rows for n in new}
+    for old, new in rows:
+        for name in old:
+            # An API name (dotted, snake_case or CamelCase), no longer in use.
+            api = "." in name or "_" in name or sum(c.isupper() for c in name) >= 2
+            if api and name not in current and new:
+                table.setdefault(name, [])
+                table[name] += [n for n in new if n not in table[name]]
+    return table
+
+
+def _names(cell: str) -> list[str]:
+    """The API names in the code of a table cell, without arguments."""
+    names = []
+    for code in _CODE.findall(re.sub(r"\{\w+\}`[^`]*`", "", cell)):
+        name = re.split(r"[(\s=\[]", code.strip(), maxsplit=1)[0].strip(".,;:")
+        if _NAME.fullmatch(name) and not keyword.iskeyword(name) and name not in names:
+            names.append(name)
+    return names
+
+
+async def _write(records: list[Section], out: Path) -> int:
+    from pagefind.index import IndexConfig, PagefindIndex
+
+    config = IndexConfig(output_path=str(out), force_language="en")
+    async with PagefindIndex(config=config) as index:
+        for record in records:
+            await index.add_html_file(content=record.document(), url=record.url)
+    return len(records)
+
+
+def write_index(app: Sphinx, outdir: Path) -> None:
+    """``build-finished``: the Pagefind index of every section of the toc's pages in
+    ``outdir/pagefind``, and the alias table beside it; skipped when the records are
+    those of the index already there."""
+    records: list[Section] = []
+    for page in toc.pages():
+        built = outdir / f"{page}.html"
+        if built.is_file():
+            records += sections(built.read_text(encoding="utf-8"), page)
+    source = Path(app.srcdir) / f"{MIGRATION}.md"
+    table = aliases(source.read_text(encoding="utf-8")) if source.is_file() else {}
+    out = outdir / FOLDER
+    digest = hashlib.sha256(
+        json.dumps([[r.url, r.title, r.page, r.html] for r in records]).encode()
+        + json.dumps(table, sort_keys=True).encode()
+        + TABLES_FORMAT.encode()
+    ).hexdigest()
+    stamp = outdir.parent / ".jaxguide-search-digest"
+    if (
+        (out / "pagefind.js").is_file()
+        and stamp.is_file()
+        and stamp.read_text(encoding="utf-8") == digest
+    ):
+        return
+    count = write_records(records, table, out)
+    write_atomic(stamp, digest.encode())
+    logger.info(f"[jaxguide-build] search: {count} sections indexed in {FOLDER}/")
+
+
+def write_records(records: list[Section], table: dict[str, list[str]], out: Path) -> int:
+    """A fresh Pagefind index of ``records`` in ``out``, with the search page's tables
+    beside it (the alias ``table``, the negated words, the questions' answers); returns
+    the number of records Pagefind indexed."""
+    if out.exists():
+        shutil.rmtree(out)
+    # Pagefind's client is asynchronous; where an event loop already runs in this thread
+    # (a test that drove a browser with Playwright), the index is written in another.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        count = pool.submit(asyncio.run, _write(records, out)).result()
+    entry = out / "pagefind-entry.json"
+    indexed = json.loads(entry.read_text(encoding="utf-8")) if entry.is_file() else {}
+    pages = sum(lang.get("page_count", 0) for lang in indexed.get("languages", {}).values())
+    if not (out / "pagefind.js").is_file() or pages != count:
+        raise RuntimeError(
+            f"jaxguide_build.site: Pagefind indexed {pages} of {count} sections in {out}"
+        )
+    # The search page knows a result by its Pagefind id (its fragment's name) before it
+    # loads the result's data: the answers table is written with those ids.
+    ids = {}
+    for fragment in (out / "fragment").glob("*.pf_fragment"):
+        data = gzip.decompress(fragment.read_bytes()).removeprefix(b"pagefind_dcd")
+        ids[json.loads(data)["url"].removeprefix("/")] = fragment.name.split(".")[0]
+    by_id = {
+        ids[q]: [ids[t] for t in targets if t in ids]
+        for q, targets in answers(records).items()
+        if q in ids
+    }
+    tables = {"aliases": table, "negated": negated(records), "answers": by_id}
+    write_atomic(out / ALIASES, json.dumps(tables, sort_keys=True).encode())
+    return count
+
+
+def search_scripts(text: str, page: Path) -> str:
+    """``text`` (the page ``page``) without Sphinx's search scripts. Jupyter Book puts
+    every script of ``_static`` on every page: the book's search script
+    (``_static/jaxguide-search.js``) stays on ``search.html`` alone."""
+    text = _SEARCH_SCRIPTS.sub("", text)
+    if page.name != "search.html":
+        return _BOOK_SCRIPT.sub("", text)
+    if not _BOOK_SCRIPT.search(text):
+        text = text.replace("</head>", _BOOK_SEARCH + "</head>", 1)
+    return text

@@ -1,0 +1,122 @@
+"""The build pass that writes the site's search index (tools/jaxguide_build/site/search.py):
+one record per section of a page, the alias table of the migration appendix, the search
+scripts on search.html alone, and a Pagefind index whose records are those sections."""
+
+from __future__ import annotations
+
+import json
+
+from jaxguide_build.site import search
+
+PAGE = """<html><body><nav>Chapter list</nav>
+<article class="bd-article">
+<section id="the-chapter"><span id="chapter"></span>
+<h1><span class="section-number">3. </span>The chapter<a class="headerlink" href="#the-chapter">#</a></h1>
+<div class="output text_html"><div class="jaxguide-provenance">How this page was produced</div></div>
+<p>Intro words about pytrees, and an IndivisibleError.</p>
+<section id="first-part"><span id="chapter-first"></span>
+<h2><span class="section-number">3.1. </span>First part<a class="headerlink" href="#first-part">#</a></h2>
+<p>Uses <code>jax.tree.leaves</code> on a dict.</p>
+<div class="cell"><div class="cell_input"><pre>print(jax.tree.leaves(x))</pre></div>
+<div class="cell_output"><pre>[1, 2]</pre></div></div>
+<section id="deeper"><h3>Deeper<a class="headerlink" href="#deeper">#</a></h3><p>Nested words.</p></section>
+</section>
+<section id="questions-readers-ask"><h2>Questions readers ask</h2>
+<ul><li>Why? Answered in <a class="reference internal" href="#chapter-first">First part</a>,
+and <a class="reference internal" href="other.html#elsewhere">elsewhere</a>.</li></ul></section>
+<section id="exercise-content"><p>An exercise without a heading of its own.</p></section>
+</section>
+</article></body></html>"""
+
+
+def test_each_section_is_a_record_with_its_own_content():
+    records = search.sections(PAGE, "pytrees")
+    assert [r.url for r in records] == [
+        "pytrees.html",
+        "pytrees.html#first-part",
+        "pytrees.html#deeper",
+        "pytrees.html#questions-readers-ask",
+    ]
+    first, part, deeper, questions = records
+    assert part.title == "3.1. First part" and part.page == "3. The chapter"
+    # Its prose, code and output, not its subsection's, nor permalinks or provenance.
+    assert "jax.tree.leaves" in part.html and "[1, 2]" in part.html
+    assert "Nested words" not in part.html and "Nested words" in deeper.html
+    assert "Intro words" in first.html and "First part" not in first.html
+    assert "How this page was produced" not in first.html
+    assert "headerlink" not in part.html and "Chapter list" not in first.html
+    # A section without a heading stays in its parent's record.
+    assert "An exercise" in first.html
+    # Questions lists weigh less than a section's own words.
+    assert 'data-pagefind-weight="0.5"' in questions.html
+    assert "data-pagefind-weight" not in part.html
+    assert 'data-pagefind-meta="title">3.1. First part</h2>' in part.document()
+    # A section knows its labels; a questions list, where its links lead.
+    assert {"first-part", "chapter-first"} <= part.ids and "deeper" not in part.ids
+    assert questions.links == ("pytrees.html#chapter-first", "other.html#elsewhere")
+    assert part.links == ()
+
+
+def test_questions_lists_lead_to_the_records_they_link_to():
+    records = search.sections(PAGE, "pytrees")
+    # The link to a label lands on the record of the section that holds it; a link to
+    # a page that is not indexed leads nowhere.
+    assert search.answers(records) == {
+        "pytrees.html#questions-readers-ask": ["pytrees.html#first-part"]
+    }
+
+
+def test_negated_words_are_the_books_own():
+    records = search.sections(PAGE, "pytrees")
+    assert search.negated(records) == ["indivisible"]
+
+
+def test_aliases_map_old_names_to_todays():
+    table = search.aliases(
+        "| Old | Today | Status |\n|---|---|---|\n"
+        "| `jax.tree_leaves`, `jax.tree_flatten` | `jax.tree.leaves`, `jax.tree.flatten` | removed |\n"
+        "| `with mesh:` | `with jax.set_mesh(mesh):` | deprecated |\n"
+        "| `jax.experimental.pjit.pjit` | `jax.jit` with `in_shardings` | deprecated |\n"
+        '| `jax.jit(f, backend="cpu")` | `jax.device_put` the inputs | deprecated |\n'
+        "| `jax.experimental.loops` | `lax.scan` (see {doc}`control_flow`) | removed |\n"
+    )
+    assert table["jax.tree_leaves"] == ["jax.tree.leaves", "jax.tree.flatten"]
+    assert table["jax.experimental.pjit.pjit"] == ["jax.jit", "in_shardings"]
+    assert table["jax.experimental.loops"] == ["lax.scan"]  # not the {doc} link
+    assert "with" not in table and "mesh" not in table  # a keyword, a plain word
+    assert "jax.jit" not in table  # still today's name in another row
+
+
+def test_only_the_search_page_loads_a_search_script(tmp_path):
+    head = (
+        '<head><script defer src="_static/jaxguide-search.js?v=1"></script>\n'
+        '<script defer src="_static/searchtools.js"></script>\n'
+        '<script defer src="searchindex.js"></script>\n</head><body></body>'
+    )
+    chapter = search.search_scripts(head, tmp_path / "sharding.html")
+    assert "script" not in chapter
+    page = search.search_scripts(head, tmp_path / "search.html")
+    assert "searchtools" not in page and "searchindex" not in page
+    assert page.count("jaxguide-search.js") == 1
+    # Where Jupyter Book did not add it, the search page gets it.
+    bare = search.search_scripts("<head></head>", tmp_path / "search.html")
+    assert '<script defer src="_static/jaxguide-search.js"></script>' in bare
+
+
+def test_the_index_holds_one_entry_per_section(tmp_path):
+    records = search.sections(PAGE, "pytrees")
+    out = tmp_path / "pagefind"
+    (out / "stale").mkdir(parents=True)
+    count = search.write_records(records, {"jax.tree_leaves": ["jax.tree.leaves"]}, out)
+    assert count == len(records) == 4
+    entry = json.loads((out / "pagefind-entry.json").read_text())
+    assert entry["languages"]["en"]["page_count"] == 4
+    assert (out / "pagefind.js").is_file() and not (out / "stale").exists()
+    assert len(list((out / "fragment").glob("*.pf_fragment"))) == 4
+    tables = json.loads((out / search.ALIASES).read_text())
+    assert tables["aliases"] == {"jax.tree_leaves": ["jax.tree.leaves"]}
+    assert tables["negated"] == ["indivisible"]
+    # The questions list and the section it links to, by their Pagefind ids.
+    ids = {f.name.split(".")[0] for f in (out / "fragment").glob("*.pf_fragment")}
+    [(questions, targets)] = tables["answers"].items()
+    assert questions in ids and len(targets) == 1 and targets[0] in ids - {questions}
