@@ -523,6 +523,7 @@ SEARCH_QUERIES = [
 ]
 
 
+@pytest.mark.idle  # it times the search: run when nothing else runs
 def test_search_lands_on_the_answering_section(browser, site, book):
     """From a chapter's search box (which loads no index) to the search page: each query's
     results are drawn within a second, with the answering section in the first three."""
@@ -839,13 +840,16 @@ _LIGHTHOUSE: dict[str, dict] = {}
 
 
 def lighthouse_pages(html: Path) -> list[str]:
-    """The landing page and the two heaviest chapters of the build (by the bytes of the
-    page and its figures), whatever chapters the book has."""
-    return ["index"] + jaxguide_lighthouse.heaviest(html, CHAPTERS, 2)
+    """The landing page, the two heaviest chapters of the build (by the bytes of the
+    page and its figures), whatever chapters the book has, and the search page (before a
+    query: its script loads Pagefind and the index only when there is one)."""
+    return ["index", *jaxguide_lighthouse.heaviest(html, CHAPTERS, 2), "search"]
 
 
 @pytest.mark.idle
-@pytest.mark.parametrize("rank", [0, 1, 2], ids=["landing", "heaviest", "second-heaviest"])
+@pytest.mark.parametrize(
+    "rank", [0, 1, 2, 3], ids=["landing", "heaviest", "second-heaviest", "search"]
+)
 def test_lighthouse_mobile_scores(book, site, rank):
     """Lighthouse's mobile run (simulated slow 4G, 4x CPU slowdown) on the page served
     with gzip: performance at least 90, accessibility and best practices 100. One run;
