@@ -9,6 +9,7 @@ import pytest
 
 from bookcheck import glued, images
 from jaxguide import hardware
+from jaxguide.compiled import format_bytes
 
 V5E = hardware.chip("TPU v5e")  # the book's one table of published figures
 LINK = V5E.link_one_way
@@ -246,6 +247,10 @@ def test_remat_and_offload(book):
     # ...because the compiled program dropped the checkpoints' barriers (and with them
     # the recomputation), while the GPT's kept its recomputation.
     assert g["barriers_lowered"] > 0 and g["barriers_compiled"] == 0
+    # A scanned stack: the checkpointed body saves temporary memory.
+    scan = g["scan_remat"]
+    assert scan["True"] < scan["False"], scan
+    assert g["scan_temp_after"] == format_bytes(scan["True"])
     # Offload: residuals typed for host memory; the CPU program reserves none.
     assert int(g["n_offloaded"]) > 0 and g["offload_host_bytes"] == 0
     assert g["offload_example"].startswith("f32<host>[")
