@@ -103,6 +103,18 @@ def test_training(book):
     assert big_ms * 1e3 > 3 * float(g["big_return_us"].replace(",", ""))
     assert g["step_arrays"] > 10 and g["step_return_vs_big"] in {"longer", "no longer"}
     assert "bound by dispatch" in text
+    # The dispatch queue is bounded: early calls return at once, the last ones wait.
+    assert float(g["queue_first_us"]) * 1e-3 < float(g["queue_step_ms"]) / 10
+    assert float(g["queue_last_steps"]) > 0.5 * 16
+    assert (
+        abs(float(g["queue_last_ms"]) / float(g["queue_step_ms"]) - float(g["queue_last_steps"]))
+        <= 1.5
+    )
+    # The first step compiles: far longer than a later step, and named in the prose.
+    assert float(g["first_step_s"]) * 1e3 > 10 * float(g["step_ms"])
+    assert "first_step_seconds" in text and "it compiles the step" in text
+    # orbax's V1 API is named and linked beside the V0 manager the page uses.
+    assert g["orbax_v1"] == "Checkpointer" and "ocp.v1.training.Checkpointer" in text
     # A loop that reads the loss every step is slower than one that reads it once
     # (at most 2 times in principle).
     eager, deferred = (seconds(g[k]) for k in ("loop_eager", "loop_deferred"))
@@ -137,11 +149,9 @@ def test_training(book):
     assert "memmap -> ndarray [(128, 2), (128,)]" in text
     assert "the same batch as from memory: True" in text
     assert "100 steps from the files, the same losses as from memory; last" in text
-    names = r"one device|pmap, state on 1 device|pmap, state replicated|jit \+ sharded batch|shard_map \+ psum"
-    rates = dict(re.findall(rf"({names}) +(\d+) steps/s", text))
-    assert len(rates) == 5 and all(int(v) > 0 for v in rates.values()), rates
-    for key in ("dp_vs_single", "pmap_placed"):
-        assert re.fullmatch(VERDICT, g[key]) and g[key] in text
+    # Only the pmap placement is timed (simulated devices make other rows overhead).
+    assert re.fullmatch(VERDICT, g["pmap_placed"]) and g["pmap_placed"] in text
+    assert "steps/s" not in text and "dp_vs_single" not in g
     # The pmap slowdown's cause is shown: its input is on one device, its output on 8.
     assert "pmap's input: on 1 device, SingleDeviceSharding" in text
     assert "pmap's output: on 8 devices, spec P(), fully replicated: True" in text
@@ -185,6 +195,12 @@ def test_freezing_and_injected_learning_rates(book):
     assert g["freeze_moved"] == [False] * 4 + [True] * 2
     full, frozen, forward = g["freeze_flops"]
     assert frozen < full / 2 and forward <= frozen < 1.2 * forward
+    # A global-norm clip in front of the freeze reads every gradient: the full cost.
+    assert float(g["freeze_clip_first_flops"].replace(",", "")) > 0.9 * full
+    # 3 forward products; backward: 3 weight gradients + 2 input gradients (none for
+    # the data). Frozen first layers: only the last weight gradient is used, and JAX
+    # drops the other 4 while lowering, before XLA: 3 + 1.
+    assert g["freeze_dots"] == [3 + 5, 4]
     # One compile per baked-in learning rate, one in all with inject_hyperparams.
     assert g["lr_compiles"] == (2, 1)
     # warmup_cosine_decay_schedule(0 -> 3e-3 over 60 steps): linear warmup.
