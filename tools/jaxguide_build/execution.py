@@ -289,7 +289,7 @@ def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, st
         return {
             k: v
             for k, v in env.items()
-            if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))
+            if k not in compilation_cache_env(Path())
         }
     if "JAX_COMPILATION_CACHE_DIR" in env and chapter:
         env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
