@@ -286,11 +286,7 @@ def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, st
     )
     env = dict(KERNEL_ENV)
     if SHOWS_COMPILATION.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
-        return {
-            k: v
-            for k, v in env.items()
-            if k not in compilation_cache_env(Path())
-        }
+        return {k: v for k, v in env.items() if k not in compilation_cache_env(Path())}
     if "JAX_COMPILATION_CACHE_DIR" in env and chapter:
         env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
     return env
