@@ -247,7 +247,9 @@ def compilation_cache_env(folder: Path) -> dict[str, str]:
     old names. So the key includes the metadata, but no source locations
     (``JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0``): they name the file IPython writes each cell
     to, in a folder named after the kernel's process id, and would make every run miss.
-    No chapter shows a source location (XLA's compiled text for the CPU has none)."""
+    Without them a compiled program's text is shorter (no ``FileNames``/``StackFrames``
+    tables) than a reader's kernel prints, so a chapter that shows compilation
+    (:data:`SHOWS_COMPILATION`) gets none of these settings (:func:`notebook_env`)."""
     return {
         "JAX_COMPILATION_CACHE_DIR": str(folder),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
