@@ -71,17 +71,21 @@ def unmarked_book_tests(items: list) -> list[str]:
 def suite_order(items: list) -> list:
     """The collected tests in the order that keeps this 2-core machine's cores busy.
 
-    The notebooks' run from a wheel (tests/wheelrun.py) executes every chapter in the
-    background, two at a time, once the book is built. Every test that does not need its
-    result runs first, beside it; the tests that read its result come after them; the
-    tests marked ``idle`` (Lighthouse: its mobile simulation scales the main-thread time
-    it observes, so a busy machine scores a fast page low) come last, when nothing else
-    runs. Within each group the order is pytest's."""
+    The book builds in the background from the session's first test (tests/conftest.py),
+    so the tests that need no book run first, beside it. Then the tests of the built book;
+    the notebooks' run from a wheel (tests/wheelrun.py) executes every chapter in the
+    background meanwhile, two at a time, so the tests that read its result come after
+    those. The tests marked ``idle`` (Lighthouse: its mobile simulation scales the
+    main-thread time it observes, so a busy machine scores a fast page low) come last,
+    when nothing else runs. Within each group the order is pytest's."""
 
     def group(item: Any) -> int:
+        names = getattr(item, "fixturenames", ())
         if item.get_closest_marker("idle") is not None:
+            return 3
+        if "wheel_notebooks" in names:
             return 2
-        return int("wheel_notebooks" in getattr(item, "fixturenames", ()))
+        return int(any(f in names for f in BOOK_FIXTURES))
 
     return sorted(items, key=group)
 

@@ -4,6 +4,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,8 +18,8 @@ import pytest
 jax.config.update("jax_num_cpu_devices", 8)
 
 import wheelrun
-from bookcheck import ROOT, jupyter_book, suite_order, unmarked_book_tests
-from jaxguide_build import toc  # the toc as Jupyter Book reads it
+from bookcheck import ROOT, suite_order, unmarked_book_tests
+from jaxguide_build import execution, toc  # toc: the toc as Jupyter Book reads it
 
 
 def chapters() -> list[str]:
@@ -58,40 +61,125 @@ def pytest_collection_modifyitems(config, items):
     items[:] = suite_order(items)
 
 
-@pytest.fixture(scope="session")
-def book(tmp_path_factory, request) -> BuiltBook:
-    """The whole book, built once per test session, strictly, from a clean output folder.
+#: How much lower than the book build's the tests' own CPU priority is while the build
+#: runs (os.nice): the build, which every book test waits for, keeps both cores, and the
+#: tests that need no book fill the time it leaves.
+TESTS_NICENESS = 5
+
+
+def _needs(items: list, fixture: str) -> bool:
+    return any(fixture in getattr(item, "fixturenames", ()) for item in items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _book_build(tmp_path_factory, request):
+    """Start the strict build of the whole book at the session's first test, in the
+    background, when any collected test needs it; the tests that need no book run
+    meanwhile (tests/bookcheck.py: suite_order), at a lower priority (TESTS_NICENESS).
+    When the session also runs the notebooks from a wheel, their environment is made
+    during the build and they execute once the build's execution has ended, while
+    Sphinx writes the pages, with the compilation cache it filled (tests/wheelrun.py)."""
+    items = request.session.items
+    if os.environ.get("JAXGUIDE_TEST_BUILD") or not _needs(items, "book"):
+        yield
+        return
+    if _needs(items, "wheel_notebooks"):
+        wheelrun.start(tmp_path_factory.mktemp("wheel"), wait_for_book=True)
+    build = BookBuild(tmp_path_factory.mktemp("book"))
+    _BUILD["build"] = build
+    os.nice(TESTS_NICENESS)
+    threading.Thread(target=_tell_the_wheel_run, args=(build,), daemon=True).start()
+    yield
+    build.stop()
+
+
+_BUILD: dict[str, BookBuild] = {}
+
+
+def _tell_the_wheel_run(build: BookBuild) -> None:
+    """Call wheelrun.book_built as soon as the build's log says its chapters have
+    executed (or the build has ended), with each chapter's execution time."""
+    while not (build.executed() or build.finished()):
+        time.sleep(1)
+    wheelrun.book_built(build.out / "_build" / ".jax_cache", build.chapter_seconds())
+
+
+class BookBuild:
+    """``jupyter-book build`` of the whole book into ``out``, strictly, from a clean output
+    folder, in a process of its own; its output goes to ``out/build-output.log``.
 
     -W turns every Sphinx warning into an error, -n reports every broken reference,
-    --keep-going lists them all before failing. Set JAXGUIDE_TEST_BUILD to the output
-    folder of an earlier test build to reuse it while working on the tests themselves.
-    """
+    --keep-going lists them all before failing."""
+
+    TIMEOUT = 1500  # seconds
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.output = out / "build-output.log"
+        self.started = time.perf_counter()
+        self.seconds = 0.0
+        with self.output.open("w") as log:
+            self.proc = subprocess.Popen(
+                [str(Path(sys.executable).parent / "jupyter-book"), "build", "book/"]
+                + ["--path-output", str(out), "-W", "-n", "--keep-going"],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def log(self) -> str:
+        return self.output.read_text(errors="replace")
+
+    def executed(self) -> bool:
+        return execution.EXECUTED in self.log()
+
+    def finished(self) -> bool:
+        return self.proc.poll() is not None
+
+    def chapter_seconds(self) -> dict[str, float]:
+        """Each chapter's execution time, as the build's log gives it (empty if it does not)."""
+        line = next((x for x in self.log().splitlines() if execution.EXECUTED in x), "")
+        each = re.search(r"seconds each: ([^)]*)", line)
+        pairs = [p.rsplit(" ", 1) for p in each.group(1).split(", ")] if each else []
+        return {name: float(s) for name, s in pairs}
+
+    def wait(self) -> int:
+        """The build's exit status, once it has ended (killed after TIMEOUT seconds)."""
+        left = self.TIMEOUT - (time.perf_counter() - self.started)
+        try:
+            code = self.proc.wait(timeout=max(left, 1))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"the book build took more than {self.TIMEOUT} s", pytrace=False)
+        if not self.seconds:
+            self.seconds = time.perf_counter() - self.started
+        return code
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def book(_book_build) -> BuiltBook:
+    """The whole book, built once per test session, strictly, from a clean output folder
+    (:class:`BookBuild`, started by ``_book_build`` at the session's first test). Set
+    JAXGUIDE_TEST_BUILD to the output folder of an earlier test build to reuse it while
+    working on the tests themselves."""
     reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
     if reuse:
         return BuiltBook(Path(reuse), "", 0.0)
-    # The notebooks' run from a wheel (another execution of every chapter) prepares its
-    # environment now, while the book builds, and executes the notebooks once the build
-    # is done, with the compilation cache the build filled (tests/wheelrun.py).
-    wheel_waits = any(
-        "wheel_notebooks" in getattr(item, "fixturenames", ()) for item in request.session.items
-    )
-    if wheel_waits:
-        wheelrun.start(tmp_path_factory.mktemp("wheel"), wait_for_book=True)
-    out = tmp_path_factory.mktemp("book")
-    start = time.perf_counter()
-    try:
-        proc = jupyter_book("build", "book/", "--path-output", str(out), "-W", "-n", "--keep-going")
-    finally:
-        if wheel_waits:
-            wheelrun.book_built(out / "_build" / ".jax_cache")
-    seconds = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
+    build = _BUILD["build"]
+    code = build.wait()
+    log = build.log()
+    if code != 0:
         tail = "\n".join(log.splitlines()[-80:])
-        pytest.fail(f"strict book build failed (exit {proc.returncode}):\n{tail}", pytrace=False)
-    # Keep a copy of the log next to the build for anyone debugging a failure.
-    (out / "build.log").write_text(re.sub(r"\x1b\[[0-9;]*m", "", log))
-    return BuiltBook(out, log, seconds)
+        pytest.fail(f"strict book build failed (exit {code}):\n{tail}", pytrace=False)
+    # Keep a copy of the log without its colours next to the build for anyone debugging.
+    (build.out / "build.log").write_text(re.sub(r"\x1b\[[0-9;]*m", "", log))
+    return BuiltBook(build.out, log, build.seconds)
 
 
 @pytest.fixture

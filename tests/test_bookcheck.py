@@ -138,7 +138,7 @@ def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
     assert glued(book, "ch") == {"n": 4} and len(parsed) == 2
 
 
-def test_the_suite_runs_the_wheel_readers_after_the_rest_and_idle_tests_last():
+def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idle_last():
     class Item:
         def __init__(self, nodeid, fixtures, idle=False):
             self.nodeid, self.fixturenames, self.idle = nodeid, fixtures, idle
@@ -149,9 +149,10 @@ def test_the_suite_runs_the_wheel_readers_after_the_rest_and_idle_tests_last():
     items = [
         Item("lighthouse", ["book"], idle=True),
         Item("reproducible", ["book", "wheel_notebooks"]),
+        Item("page", ["book"]),
         Item("unit", ["tmp_path"]),
         Item("notebooks", ["wheel_notebooks"]),
-        Item("page", ["book"]),
+        Item("browser", ["site", "browser", "book"]),
     ]
     order = [i.nodeid for i in suite_order(items)]
-    assert order == ["unit", "page", "reproducible", "notebooks", "lighthouse"]
+    assert order == ["unit", "page", "browser", "reproducible", "notebooks", "lighthouse"]

@@ -7,9 +7,9 @@ tests/test_reproducible.py compares the book's outputs with it, and
 tests/test_notebooks.py checks that every notebook ran.
 
 tests/conftest.py drives it through two fixtures: ``wheel_notebooks`` (the result, once
-per session) and ``book``, which starts the run while the book builds and calls
-:func:`book_built` when the build ends, so that the notebooks execute after the build with
-the compilation cache it filled.
+per session) and ``_book_build``, which starts the run while the book builds and calls
+:func:`book_built` when the build's chapters have executed, so that the notebooks execute
+then (while Sphinx writes the pages), with the compilation cache the build filled.
 """
 
 from __future__ import annotations
@@ -48,10 +48,12 @@ class WheelRun:
 
 
 _WHEEL_RUN: dict[str, object] = {}
-# Set when the session's book build has ended; _BOOK_CACHE["folder"] is then its JAX
-# compilation cache (tools/jaxguide_build/execution.py: one folder per chapter).
+# Set when the session's book build has executed its chapters; _BOOK_CACHE["folder"] is
+# then its JAX compilation cache (tools/jaxguide_build/execution.py: one folder per
+# chapter), and _BOOK_SECONDS each chapter's execution time there.
 _BOOK_BUILT = threading.Event()
 _BOOK_CACHE: dict[str, Path] = {}
+_BOOK_SECONDS: dict[str, float] = {}
 
 
 def start(tmp: Path, wait_for_book: bool = False) -> None:
@@ -66,10 +68,23 @@ def start(tmp: Path, wait_for_book: bool = False) -> None:
         pool.shutdown(wait=False)
 
 
-def book_built(cache: Path) -> None:
-    """The session's book build has ended; ``cache`` is its JAX compilation cache."""
+def book_built(cache: Path, seconds: dict[str, float] | None = None) -> None:
+    """The session's book build has executed its chapters (``seconds``: each one's
+    execution time, when the build's log gives them); ``cache`` is its JAX compilation
+    cache."""
     _BOOK_CACHE["folder"] = cache
+    _BOOK_SECONDS.update(seconds or {})
     _BOOK_BUILT.set()
+
+
+def expected_seconds(notebook: Path, cached: bool) -> float:
+    """How long ``notebook`` should take here: its chapter's time in the book build (a
+    third less with the build's compilation cache), or, without one, its size in bytes
+    (a longer notebook takes longer): what orders the run, longest first."""
+    build = _BOOK_SECONDS.get(notebook.stem)
+    if build is None:
+        return float(notebook.stat().st_size)
+    return build * (2 / 3 if cached else 1.0)
 
 
 def result() -> WheelRun:
@@ -81,7 +96,7 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     """Build the wheel, make the environment, then run every notebook, two at a time.
 
     With ``wait_for_book``, the notebooks start only when the session's book build has
-    ended, and each gets JAX's persistent compilation cache in the folder the build
+    executed its chapters (:func:`book_built`), and each gets JAX's persistent compilation cache in the folder the build
     filled for its chapter, as the build's own re-executions do: the same programs are
     not compiled twice, and nothing else changes (a cached program is the program XLA
     would compile). Notebooks whose code reads compilation itself (compile times,
@@ -99,8 +114,6 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     logs.mkdir()
     procs: dict[str, subprocess.Popen] = {}
     handles = {}
-    # Longest first, two at a time (this machine has 2 cores): the last to start is short.
-    pending = sorted(work.glob("*.ipynb"), key=lambda p: -p.stat().st_size)
     failures = []
     # Claims are strict here as in the build: one that fails on this run stops its notebook.
     base_env = {
@@ -113,15 +126,23 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
         _BOOK_BUILT.wait()
         cache = _BOOK_CACHE.get("folder")
 
-    def env_for(nb: Path) -> dict[str, str]:
+    def uses_cache(nb: Path) -> bool:
         code = "\n".join(
             "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
             for c in json.loads(nb.read_text())["cells"]
             if c["cell_type"] == "code"
         )
-        if cache is None or execution.SHOWS_COMPILATION.search(code):
+        return cache is not None and not execution.SHOWS_COMPILATION.search(code)
+
+    def env_for(nb: Path) -> dict[str, str]:
+        if not uses_cache(nb):
             return base_env
         return {**base_env, **execution.compilation_cache_env(cache / nb.stem)}
+
+    # Longest first, two at a time (this machine has 2 cores): the last to start is short.
+    pending = sorted(
+        work.glob("*.ipynb"), key=lambda nb: (-expected_seconds(nb, uses_cache(nb)), nb.name)
+    )
 
     while pending or procs:
         while pending and len(procs) < 2:

@@ -151,7 +151,7 @@
       return loaded.get(e.id);
     }));
     return shown.map((d) => ({
-      url: root + d.url.replace(/^\//, ""),
+      url: root + (d.meta.url || d.url.replace(/^\//, "")),
       title: d.meta.title || d.url,
       page: d.meta.page || "",
       excerpt: d.excerpt,

@@ -28,6 +28,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -111,12 +112,15 @@ def _execute(app: Sphinx, cache: Any, pending: list[str]) -> None:
         if parallel
         else load_executor("local-serial", cache=cache, logger=quiet)
     )
+    start = time.perf_counter()
     result = executor.run_and_cache(
         filter_uris=pending,
         timeout=app.env.mystnb_config.execution_timeout,  # type: ignore[attr-defined]
         allow_errors=False,
     )
     failed = result.excepted + result.errored
+    if not failed:
+        logger.info(executed_line(cache, pending, time.perf_counter() - start))
     if failed:
         # Report every failure now, from the run that made it, and stop: executing a
         # failing chapter a second time only to report it would double the wait. The
@@ -135,6 +139,24 @@ def _execute(app: Sphinx, cache: Any, pending: list[str]) -> None:
             flush=True,
         )
         raise SystemExit(1)
+
+
+#: How the build's log begins the line that says the execution has ended (tests/conftest.py
+#: waits for it to start the notebooks' run from a wheel while Sphinx writes the pages).
+EXECUTED = "[jaxguide-build] executed "
+
+
+def executed_line(cache: Any, uris: list[str], seconds: float) -> str:
+    """The log line after a successful execution of ``uris``: how long it took, and each
+    chapter's own execution time (from the cache's records), slowest first."""
+    each = {}
+    for uri in uris:
+        record = cache.get_cached_project_nb(uri)
+        if record is not None and record.data.get("execution_seconds") is not None:
+            each[Path(uri).stem] = float(record.data["execution_seconds"])
+    times = ", ".join(f"{name} {s:.1f}" for name, s in sorted(each.items(), key=lambda x: -x[1]))
+    count = f"{len(uris)} chapter{'s' * (len(uris) > 1)}"
+    return f"{EXECUTED}{count} in {seconds:.1f} s" + (f" (seconds each: {times})" if times else "")
 
 
 def code_bytes(path: str | Path) -> int:
