@@ -4,22 +4,23 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jax
 import pytest
+from _pytest.terminal import TerminalReporter
 
 # In-process tests run on 8 simulated CPU devices, like the multi-device chapters. This
 # must happen before anything starts JAX's backends, so it is done on import.
 jax.config.update("jax_num_cpu_devices", 8)
 
 import wheelrun
+from bookbuild import BookBuild
 from bookcheck import ROOT, suite_order, unmarked_book_tests
-from jaxguide_build import execution, toc  # toc: the toc as Jupyter Book reads it
+from jaxguide_build import toc  # the toc as Jupyter Book reads it
 
 
 def chapters() -> list[str]:
@@ -43,7 +44,9 @@ class BuiltBook:
 
 
 @pytest.fixture(autouse=True)
-def _no_shared_compilation_cache_across_processes(request, monkeypatch):
+def _no_shared_compilation_cache_across_processes(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Processes a test starts at once do not share a persistent compilation cache
     (``make unit`` sets one): JAX writes its entries in place, and one process could
     read another's half-written entry. The build's kernels follow the same rule."""
@@ -51,7 +54,7 @@ def _no_shared_compilation_cache_across_processes(request, monkeypatch):
         monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = unmarked_book_tests(items)
     if unmarked:
         raise pytest.UsageError(
@@ -61,24 +64,33 @@ def pytest_collection_modifyitems(config, items):
     items[:] = suite_order(items)
 
 
-#: How much lower than the book build's the tests' own CPU priority is while the build
-#: runs (os.nice): the build, which every book test waits for, keeps both cores, and the
-#: tests that need no book fill the time it leaves.
+#: How much lower the tests' own CPU priority is than the book build's (os.nice, from the
+#: moment the build starts): the build, which every book test waits for, keeps both
+#: cores, and the tests that need no book fill the time it leaves. A process cannot raise
+#: its priority again, so the rest of the session (the browser checks, the notebooks'
+#: run from a wheel, which inherits it) runs at this one: what runs at once after the
+#: build shares the cores as before, and the ``idle`` tests run alone.
 TESTS_NICENESS = 5
 
 
-def _needs(items: list, fixture: str) -> bool:
+def _needs(items: list[pytest.Item], fixture: str) -> bool:
     return any(fixture in getattr(item, "fixturenames", ()) for item in items)
 
 
+_BUILD: dict[str, BookBuild] = {}
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _book_build(tmp_path_factory, request):
-    """Start the strict build of the whole book at the session's first test, in the
-    background, when any collected test needs it; the tests that need no book run
-    meanwhile (tests/bookcheck.py: suite_order), at a lower priority (TESTS_NICENESS).
-    When the session also runs the notebooks from a wheel, their environment is made
-    during the build and they execute once the build's execution has ended, while
-    Sphinx writes the pages, with the compilation cache it filled (tests/wheelrun.py)."""
+def _book_build(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[None]:
+    """Start the strict build of the whole book (:class:`bookbuild.BookBuild`) at the
+    session's first test, in the background, when any collected test needs it; the
+    tests that need no book run meanwhile (tests/bookcheck.py: suite_order), at a lower
+    priority (TESTS_NICENESS). When the session also runs the notebooks from a wheel,
+    their environment is made during the build and they execute once the build's
+    chapters have, while Sphinx writes the pages, with the compilation cache it filled
+    (tests/wheelrun.py)."""
     items = request.session.items
     if os.environ.get("JAXGUIDE_TEST_BUILD") or not _needs(items, "book"):
         yield
@@ -93,77 +105,18 @@ def _book_build(tmp_path_factory, request):
     build.stop()
 
 
-_BUILD: dict[str, BookBuild] = {}
-
-
 def _tell_the_wheel_run(build: BookBuild) -> None:
-    """Call wheelrun.book_built as soon as the build's log says its chapters have
-    executed (or the build has ended), with each chapter's execution time."""
-    while not (build.executed() or build.finished()):
-        time.sleep(1)
-    wheelrun.book_built(build.out / "_build" / ".jax_cache", build.chapter_seconds())
-
-
-class BookBuild:
-    """``jupyter-book build`` of the whole book into ``out``, strictly, from a clean output
-    folder, in a process of its own; its output goes to ``out/build-output.log``.
-
-    -W turns every Sphinx warning into an error, -n reports every broken reference,
-    --keep-going lists them all before failing."""
-
-    TIMEOUT = 1500  # seconds
-
-    def __init__(self, out: Path):
-        self.out = out
-        self.output = out / "build-output.log"
-        self.started = time.perf_counter()
-        self.seconds = 0.0
-        with self.output.open("w") as log:
-            self.proc = subprocess.Popen(
-                [str(Path(sys.executable).parent / "jupyter-book"), "build", "book/"]
-                + ["--path-output", str(out), "-W", "-n", "--keep-going"],
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-
-    def log(self) -> str:
-        return self.output.read_text(errors="replace")
-
-    def executed(self) -> bool:
-        return execution.EXECUTED in self.log()
-
-    def finished(self) -> bool:
-        return self.proc.poll() is not None
-
-    def chapter_seconds(self) -> dict[str, float]:
-        """Each chapter's execution time, as the build's log gives it (empty if it does not)."""
-        line = next((x for x in self.log().splitlines() if execution.EXECUTED in x), "")
-        each = re.search(r"seconds each: ([^)]*)", line)
-        pairs = [p.rsplit(" ", 1) for p in each.group(1).split(", ")] if each else []
-        return {name: float(s) for name, s in pairs}
-
-    def wait(self) -> int:
-        """The build's exit status, once it has ended (killed after TIMEOUT seconds)."""
-        left = self.TIMEOUT - (time.perf_counter() - self.started)
-        try:
-            code = self.proc.wait(timeout=max(left, 1))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            pytest.fail(f"the book build took more than {self.TIMEOUT} s", pytrace=False)
-        if not self.seconds:
-            self.seconds = time.perf_counter() - self.started
-        return code
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+    """Tell the wheel run (wheelrun.book_built) that the build's chapters have executed,
+    as soon as its log says so, or the build has ended, or it has run out of time."""
+    seconds: dict[str, float] = {}
+    try:
+        seconds = build.wait_for_execution()
+    finally:
+        wheelrun.book_built(build.cache, seconds)
 
 
 @pytest.fixture(scope="session")
-def book(_book_build) -> BuiltBook:
+def book(_book_build: None) -> BuiltBook:
     """The whole book, built once per test session, strictly, from a clean output folder
     (:class:`BookBuild`, started by ``_book_build`` at the session's first test). Set
     JAXGUIDE_TEST_BUILD to the output folder of an earlier test build to reuse it while
@@ -172,7 +125,10 @@ def book(_book_build) -> BuiltBook:
     if reuse:
         return BuiltBook(Path(reuse), "", 0.0)
     build = _BUILD["build"]
-    code = build.wait()
+    try:
+        code = build.wait()
+    except TimeoutError as err:
+        pytest.fail(str(err), pytrace=False)
     log = build.log()
     if code != 0:
         tail = "\n".join(log.splitlines()[-80:])
@@ -183,7 +139,7 @@ def book(_book_build) -> BuiltBook:
 
 
 @pytest.fixture
-def book_copy(tmp_path) -> Path:
+def book_copy(tmp_path: Path) -> Path:
     """A throw-away copy of the book sources (config, toc, chapters, package)."""
     dst = tmp_path / "repo"
     dst.mkdir()
@@ -195,11 +151,12 @@ def book_copy(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def wheel_notebooks(tmp_path_factory) -> wheelrun.WheelRun:
+def wheel_notebooks(tmp_path_factory: pytest.TempPathFactory) -> wheelrun.WheelRun:
     """Every notebook in notebooks/, run once per session from a wheel in a clean
     environment (tests/wheelrun.py). When the book is built in the same session (the
-    ``book`` fixture starts it), its environment is made during the build and its
-    notebooks run after it, with the build's compilation cache."""
+    ``_book_build`` fixture starts it), its environment is made during the build and
+    its notebooks run once the build's chapters have executed, with the build's
+    compilation cache."""
     wheelrun.start(tmp_path_factory.mktemp("wheel"))
     return wheelrun.result()
 
@@ -207,7 +164,7 @@ def wheel_notebooks(tmp_path_factory) -> wheelrun.WheelRun:
 _SESSION_START = time.time()
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
     """Say what the browser suite measured, when it ran in this session."""
     report = ROOT / "_build" / "test-output" / "browser" / "report.json"
     if not report.is_file() or report.stat().st_mtime < _SESSION_START:

@@ -4,6 +4,7 @@ scripts on search.html alone, and a Pagefind index whose records are those secti
 
 from __future__ import annotations
 
+import gzip
 import json
 
 from jaxguide_build.site import search
@@ -120,3 +121,16 @@ def test_the_index_holds_one_entry_per_section(tmp_path):
     ids = {f.name.split(".")[0] for f in (out / "fragment").glob("*.pf_fragment")}
     [(questions, targets)] = tables["answers"].items()
     assert questions in ids and len(targets) == 1 and targets[0] in ids - {questions}
+    # Each result's url is its section's anchor (the page Pagefind indexed is a scratch file).
+    urls = set()
+    for fragment in (out / "fragment").glob("*.pf_fragment"):
+        data = gzip.decompress(fragment.read_bytes()).removeprefix(b"pagefind_dcd")
+        urls.add(json.loads(data)["meta"]["url"])
+    assert urls == {r.url for r in records}
+
+
+def test_a_book_without_sections_gets_no_index(tmp_path):
+    out = tmp_path / "pagefind"
+    (out / "stale").mkdir(parents=True)
+    assert search.write_records([], {}, out) == 0
+    assert not out.exists()

@@ -14,6 +14,7 @@ then (while Sphinx writes the pages), with the compilation cache the build fille
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import shutil
 import subprocess
@@ -47,13 +48,14 @@ class WheelRun:
     failures: list[str]  # "<chapter>: <end of its output>" for each notebook that failed
 
 
-_WHEEL_RUN: dict[str, object] = {}
+_WHEEL_RUN: dict[str, concurrent.futures.Future[WheelRun]] = {}
 # Set when the session's book build has executed its chapters; _BOOK_CACHE["folder"] is
 # then its JAX compilation cache (tools/jaxguide_build/execution.py: one folder per
 # chapter), and _BOOK_SECONDS each chapter's execution time there.
 _BOOK_BUILT = threading.Event()
 _BOOK_CACHE: dict[str, Path] = {}
 _BOOK_SECONDS: dict[str, float] = {}
+BOOK_TIMEOUT = 1500  # seconds: the longest the notebooks wait for the book build
 
 
 def start(tmp: Path, wait_for_book: bool = False) -> None:
@@ -61,8 +63,6 @@ def start(tmp: Path, wait_for_book: bool = False) -> None:
     (later calls do nothing). With ``wait_for_book``, its notebooks wait for
     :func:`book_built`."""
     if "future" not in _WHEEL_RUN:
-        import concurrent.futures
-
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         _WHEEL_RUN["future"] = pool.submit(run_notebooks_from_a_wheel, tmp, wait_for_book)
         pool.shutdown(wait=False)
@@ -123,7 +123,8 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     }
     cache = None
     if wait_for_book:
-        _BOOK_BUILT.wait()
+        if not _BOOK_BUILT.wait(timeout=BOOK_TIMEOUT):
+            raise TimeoutError(f"the book build did not execute its chapters in {BOOK_TIMEOUT} s")
         cache = _BOOK_CACHE.get("folder")
 
     def uses_cache(nb: Path) -> bool:
@@ -135,7 +136,7 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
         return cache is not None and not execution.SHOWS_COMPILATION.search(code)
 
     def env_for(nb: Path) -> dict[str, str]:
-        if not uses_cache(nb):
+        if cache is None or not uses_cache(nb):
             return base_env
         return {**base_env, **execution.compilation_cache_env(cache / nb.stem)}
 

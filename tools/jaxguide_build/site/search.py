@@ -282,9 +282,12 @@ def write_index(app: Sphinx, outdir: Path) -> None:
 def write_records(records: list[Section], table: dict[str, list[str]], out: Path) -> int:
     """A fresh Pagefind index of ``records`` in ``out``, with the search page's tables
     beside it (the alias ``table``, the negated words, the questions' answers); returns
-    the number of records Pagefind indexed."""
+    the number of records Pagefind indexed. With no records (a book whose pages have no
+    headed sections), there is no index: Pagefind refuses an empty site."""
     if out.exists():
         shutil.rmtree(out)
+    if not records:
+        return 0
     count = _write(records, out)
     entry = out / "pagefind-entry.json"
     indexed = json.loads(entry.read_text(encoding="utf-8")) if entry.is_file() else {}
