@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
     KERNEL_FILE_RE,
@@ -261,3 +261,29 @@ def cell_output(book, chapter: str, marker: str) -> str:
     ]
     assert len(cells) == 1, (chapter, marker, len(cells))
     return ANSI_RE.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))
+
+
+class Raised(NamedTuple):
+    """An error a code cell of an executed notebook shows."""
+
+    name: str  # the exception's class name, e.g. "TypeError"
+    message: str  # its message (the traceback's last line, without the name)
+    source: str  # the source of the cell that raised it
+    cell: int  # the cell's index among the notebook's code cells
+
+
+def raised_in(nb: dict) -> list[Raised]:
+    """Every error the code cells of notebook ``nb`` show, in order."""
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    return [
+        Raised(o["ename"], o.get("evalue", ""), source(c), i)
+        for i, c in enumerate(code)
+        for o in c.get("outputs", [])
+        if o["output_type"] == "error"
+    ]
+
+
+def errors(book, chapter: str) -> list[Raised]:
+    """Every error the executed notebook of ``chapter`` shows, in order: what its
+    ``raises-exception`` cells raised (:func:`problems` reports any other)."""
+    return raised_in(load(book.notebook(chapter)))
