@@ -15,8 +15,7 @@ import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from bookcheck import ROOT
-from conftest import chapters
+from bookcheck import ROOT, chapters
 from jaxguide._wcag import contrast
 from jaxguide_build.site import bundle, memo, pages, stylesheets, theme
 
