@@ -82,7 +82,8 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# The built site on 127.0.0.1, compressed with gzip as GitHub Pages serves it.
+# The built site on 127.0.0.1, compressed with gzip as GitHub Pages serves it. The server
+# is standard library only, so it runs on $(PYTHON), without the environment.
 serve:
 	@test -f _build/html/index.html || { echo "No _build/html yet: run 'make book' first."; exit 1; }
 	$(PYTHON) tools/jaxguide_serve.py _build/html --port $(PORT)

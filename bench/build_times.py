@@ -41,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).parent / "jupyter-book"
-# Log lines a build must not print (issue 16), as tests/test_fresh.py checks them.
+# Log lines a build must not print (issue 16), as tests/bookcheck.py (NOISE) checks them.
 NOISE = (
     "Kernel is running over TCP",
     "will overwrite data",

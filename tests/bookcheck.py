@@ -1,4 +1,15 @@
-"""Checks on executed chapter notebooks (``_build/jupyter_execute/*.ipynb``).
+"""What the tests share (test modules import this, never each other).
+
+- The book's pages: :func:`chapters`, :func:`toc_parts`, :func:`executed_chapters`
+  (from ``_toc.yml`` and the chapters' sources).
+- Checks on executed chapter notebooks (``_build/jupyter_execute/*.ipynb``):
+  :func:`problems`, :func:`should_output`; a build log: :func:`assert_quiet`.
+- Readers of a built chapter, for the per-chapter tests: :func:`glued`,
+  :func:`page_text`, :func:`images`, :func:`cell_output`, :func:`errors`,
+  :func:`seconds`, :data:`VERDICT` (CONTRIBUTING.md, "One home for every claim", says
+  which of them a chapter's test may use for what).
+- The suite's order and marker rules (:func:`suite_order`, :func:`unmarked_book_tests`)
+  and a Jupyter Book runner (:func:`jupyter_book`).
 
 Kept as plain functions so that tests/test_bookcheck.py can show each check fails on
 a bad notebook: a check that cannot fail would prove nothing about the book.
@@ -13,11 +24,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from jaxguide_build import toc
 from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
-    KERNEL_FILE_RE,
-    MEASURED,
     comparable_outputs,
     output_differences,
     source,
@@ -42,6 +52,59 @@ kernelspec:
   name: python3
 ---
 """
+
+
+# --- The book's pages ---
+
+
+def chapters() -> list[str]:
+    """Every page named in _toc.yml (the root and all chapters), in reading order."""
+    return toc.pages()
+
+
+def toc_parts() -> dict[str, list[str]]:
+    """{part caption: [chapter, ...]} in _toc.yml's order."""
+    return {part.caption: list(part.pages) for part in toc.parts()}
+
+
+def executed_chapters() -> list[str]:
+    """Chapters that run code at build time (their front matter has a kernelspec)."""
+    return [
+        c
+        for chapters in toc_parts().values()
+        for c in chapters
+        if "kernelspec:" in (ROOT / "book" / f"{c}.md").read_text().split("\n---", 1)[0]
+    ]
+
+
+#: Build log noise that has a cause the build removes (issue 16, "Quieter builds"):
+#: ipykernel's warning about TCP (the build's kernels use IPC sockets), Sphinx's
+#: warning that the theme's webpack macros template overwrites data, a request to
+#: report a Sphinx bug for a failing cell, and any text of JAX's compilation cache.
+NOISE = (
+    "Kernel is running over TCP",
+    "without encryption",
+    "will overwrite data",
+    "Please also report this",
+    "persistent compilation cache",
+    "Persistent compilation cache",
+    "PERSISTENT COMPILATION CACHE",
+)
+
+
+def assert_quiet(log: str) -> None:
+    """Fail if a build's log shows any of the :data:`NOISE`."""
+    found = [n for n in NOISE if n in log]
+    assert not found, f"the build log has {found}:\n{log[-3000:]}"
+
+
+#: A question bank entry's thread: a question someone asked on one of the four projects'
+#: issues or discussions (no pull requests). The tests' own copy: tools/make_questions.py
+#: has the one it validates the bank with.
+THREAD = re.compile(
+    r"^https://github\.com/(jax-ml/jax|google/flax|google-deepmind/optax|google/orbax)"
+    r"/(issues|discussions)/\d+$"
+)
 
 
 def jupyter_book(*args: str, cwd: Path = ROOT, timeout: int = 1500) -> subprocess.CompletedProcess:
@@ -261,3 +324,29 @@ def cell_output(book, chapter: str, marker: str) -> str:
     ]
     assert len(cells) == 1, (chapter, marker, len(cells))
     return ANSI_RE.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))
+
+
+class Raised(NamedTuple):
+    """An error a code cell of an executed notebook shows."""
+
+    name: str  # the exception's class name, e.g. "TypeError"
+    message: str  # its message (the traceback's last line, without the name)
+    source: str  # the source of the cell that raised it
+    cell: int  # the cell's index among the notebook's code cells
+
+
+def raised_in(nb: dict) -> list[Raised]:
+    """Every error the code cells of notebook ``nb`` show, in order."""
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    return [
+        Raised(o["ename"], o.get("evalue", ""), source(c), i)
+        for i, c in enumerate(code)
+        for o in c.get("outputs", [])
+        if o["output_type"] == "error"
+    ]
+
+
+def errors(book, chapter: str) -> list[Raised]:
+    """Every error the executed notebook of ``chapter`` shows, in order: what its
+    ``raises-exception`` cells raised (:func:`problems` reports any other)."""
+    return raised_in(load(book.notebook(chapter)))

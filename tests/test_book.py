@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import load, problems
-from conftest import chapters
+from bookcheck import chapters, load, problems
 
 pytestmark = pytest.mark.book
 

@@ -1,9 +1,12 @@
 """The notebook checks used by the book tests must catch what they claim to catch."""
 
+import json
 import os
 from types import SimpleNamespace
 
 from bookcheck import (
+    Raised,
+    errors,
     glued,
     images,
     load,
@@ -136,6 +139,33 @@ def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
         os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
     assert page_text(book, "ch") == "three" and images(book, "ch") == []
     assert glued(book, "ch") == {"n": 4} and len(parsed) == 2
+
+
+def test_errors_are_the_ones_the_notebook_shows(tmp_path):
+    """errors() lists each error output with its cell; a notebook that raised nothing,
+    or raised another error, gives a list a chapter test's assertion fails on."""
+    book = SimpleNamespace(executed=tmp_path, notebook=lambda name: tmp_path / f"{name}.ipynb")
+    nb = {
+        "cells": [
+            md("An error:"),
+            code("x = 1", [stream("ok\n")]),
+            code("x[0] = 1", [stream("before\n"), error("TypeError")], ["raises-exception"]),
+            code("1/0", [error("ZeroDivisionError")], ["raises-exception"]),
+        ]
+    }
+    (tmp_path / "ch.ipynb").write_text(json.dumps(nb))
+    assert errors(book, "ch") == [
+        Raised("TypeError", "boom", "x[0] = 1", 1),
+        Raised("ZeroDivisionError", "boom", "1/0", 2),
+    ]
+    # A notebook that raised nothing gives nothing, also when a new build rewrites the
+    # one read above.
+    (tmp_path / "clean.ipynb").write_text(json.dumps({"cells": [code("x = 1")]}))
+    assert errors(book, "clean") == []
+    f = tmp_path / "ch.ipynb"
+    f.write_text(json.dumps({"cells": [code("x[0] = 1", [stream("fixed\n")])]}))
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    assert errors(book, "ch") == []
 
 
 def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idle_last():

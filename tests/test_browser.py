@@ -35,8 +35,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from bookcheck import ROOT
-from conftest import chapters
+from bookcheck import ROOT, chapters
 from jaxguide_build import lighthouse as jaxguide_lighthouse
 from jaxguide_build import serve as jaxguide_serve
 

@@ -28,9 +28,8 @@ def test_settings_read_at_the_start(book):
     # In time: the same settings work.
     assert g["early_devices"] == 4
     assert g["export_seen"] is False
-    assert g["typo_exit"] != 0
-    out = cell_output(book, "accelerators", "typo = run_python(")
-    assert "Unknown flag in XLA_FLAGS" in out
+    # The typo stops the process (its claim also checks XLA named the unknown flag).
+    assert isinstance(g["typo_exit"], int) and g["typo_exit"] != 0
 
 
 def test_memory(book):
@@ -42,13 +41,12 @@ def test_memory(book):
 
 def test_slurm_and_fallback(book):
     g = glued(book, "accelerators")
-    assert g["slurm_visible"] == "0, 1"  # SLURM_LOCALID -> one GPU per task
-    out = cell_output(book, "accelerators", "for rank in range(2):")
-    assert out.count("devices: 4 local, 8 in all") == 2
+    # SLURM_LOCALID -> one GPU per task (the claim also checks that both tasks saw
+    # 4 local devices of 8 and exited cleanly).
+    assert g["slurm_visible"] == "0, 1"
+    # Unnamed, a missing CUDA backend falls back to the CPU (the claim checks JAX's
+    # warning); named in JAX_PLATFORMS, it is an error.
     assert g["fallback_backend"] == "cpu" and g["fallback_named"] == "RuntimeError"
-    out = cell_output(book, "accelerators", "pretend_gpu = ")
-    assert "CUDA-enabled jaxlib is not installed. Falling back to cpu." in out
-    assert "Unable to initialize backend 'cuda'" in out
 
 
 def test_cpu_specific_outputs_and_predictions(book):

@@ -8,19 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import glued, images, load, page_text
-
-
-def raised(book, chapter: str) -> list[tuple[str, str]]:
-    """The errors the chapter's raises-exception cells raised: (name, message)."""
-    return [
-        (o["ename"], o["evalue"])
-        for c in load(book.notebook(chapter))["cells"]
-        if c["cell_type"] == "code"
-        for o in c.get("outputs", [])
-        if o["output_type"] == "error"
-    ]
-
+from bookcheck import errors, glued, images, load, page_text
 
 pytestmark = pytest.mark.book
 
@@ -80,8 +68,8 @@ def test_control_flow_numbers(book):
 def test_control_flow_demonstrations(book):
     text = page_text(book, "control_flow")
     g = glued(book, "control_flow")
-    errors = raised(book, "control_flow")
-    names = [name for name, _ in errors]
+    raised = [(e.name, e.message) for e in errors(book, "control_flow")]
+    names = [name for name, _ in raised]
     # fori_loop with static bounds is a scan; with a traced bound, a while,
     # traced once for two values of n.
     assert g["fori_kinds"] == {
@@ -105,7 +93,7 @@ def test_control_flow_demonstrations(book):
         ],
     }
     # cond's branches must agree on output types.
-    assert any("cond branches must have equal output types" in m for _, m in errors)
+    assert any("cond branches must have equal output types" in m for _, m in raised)
     # Logical operators: `and` on a tracer fails, `&` works elementwise.
     assert "TracerBoolConversionError" in names
     xs = np.array([-1.0, 1.0, 5.0])
@@ -132,7 +120,7 @@ def test_control_flow_demonstrations(book):
     # constructs that became a while.
     assert any(
         n == "ValueError" and "Reverse-mode differentiation does not work for lax.while_loop" in m
-        for n, m in errors
+        for n, m in raised
     )
     table = g["grad_table"]
     assert table["while_loop"] == ("no (ValueError)", ["while"])
@@ -154,7 +142,7 @@ def test_control_flow_demonstrations(book):
     # unroll needs static loop bounds.
     assert any(
         n == "ValueError" and "Can only use `unroll` in `fori_loop` if the loop bounds" in m
-        for n, m in errors
+        for n, m in raised
     )
     # The implicit-function fix: the while_loop's root differentiated by custom_root.
     assert float(g["implicit_grad"]) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
@@ -176,9 +164,9 @@ def test_control_flow_carry_rule_and_map(book):
     text = page_text(book, "control_flow")
     g = glued(book, "control_flow")
     # The growing carry raises the TypeError the prose names, with both shapes.
-    carry = [(n, m) for n, m in raised(book, "control_flow") if "carry input and carry output" in m]
-    assert len(carry) == 1 and carry[0][0] == "TypeError"
-    assert "float32[0]" in carry[0][1] and "float32[1]" in carry[0][1]
+    carry = [e for e in errors(book, "control_flow") if "carry input and carry output" in e.message]
+    assert len(carry) == 1 and carry[0].name == "TypeError"
+    assert "float32[0]" in carry[0].message and "float32[1]" in carry[0].message
     # Both fixes give the history; an int carry with a float update is refused;
     # a float32 or a weakly typed 0 as init sums 0 + 1 + 2.
     fixes = g["carry_fixes"]

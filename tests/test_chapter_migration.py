@@ -8,7 +8,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import glued, load, output_text, page_text, source
+from bookcheck import errors, glued, load, output_text, page_text
 
 pytestmark = pytest.mark.book
 
@@ -110,11 +110,7 @@ def test_required_rows_are_in_the_table(book):
 
 def test_old_calls_ran_and_failed_as_the_prose_says(book):
     """The deprecated and removed calls were executed under raises-exception."""
-    errors = {}
-    for c in cells(book):
-        for o in c.get("outputs", []):
-            if o["output_type"] == "error":
-                errors[source(c)] = o["ename"]
+    raised = {e.source: e.name for e in errors(book, "migration")}
     by_call = {
         "from jax.experimental.shard_map import shard_map": "DeprecationWarning",
         "with mesh:\n        pass": "DeprecationWarning",
@@ -123,9 +119,9 @@ def test_old_calls_ran_and_failed_as_the_prose_says(book):
         'explicit = jax.make_mesh((8,), ("x",))': "ValueError",
     }
     for call, ename in by_call.items():
-        hits = [e for src, e in errors.items() if call in src]
+        hits = [e for src, e in raised.items() if call in src]
         assert hits == [ename], (call, hits)
-    assert len(errors) == len(by_call)
+    assert len(raised) == len(by_call)
 
 
 def test_replacements_run_and_agree(book):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import VERDICT, glued, load, page_text, seconds
+from bookcheck import VERDICT, errors, glued, page_text, seconds
 
 pytestmark = pytest.mark.book
 
@@ -37,12 +37,10 @@ def check_verdict(phrase: str, baseline: list, other: list) -> None:
 
 
 def raised(book, chapter: str) -> dict[str, str]:
-    """The errors the chapter's raises-exception cells raised: name -> messages."""
+    """The errors the chapter's raises-exception cells raised: name -> their messages."""
     found: dict[str, str] = {}
-    for c in load(book.notebook(chapter))["cells"]:
-        for o in c.get("outputs", []) if c["cell_type"] == "code" else []:
-            if o["output_type"] == "error":
-                found[o["ename"]] = found.get(o["ename"], "") + "\n" + o["evalue"]
+    for e in errors(book, chapter):
+        found[e.name] = found.get(e.name, "") + "\n" + e.message
     return found
 
 

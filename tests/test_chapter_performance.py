@@ -80,15 +80,11 @@ def test_time_per_scope(book):
     # The weight gradient of the 16-column layer is a plain dot, inside its phase.
     assert g["dw2_kind"] == "dot" and 0 < g["dw2_us"] <= per_phase["layer2 backward"]
     assert "ynn_fusion" in g["fused_matmuls"]
-    # All three weight gradients are plain dots (the page prints them from the HLO);
-    # the 16-column one ran at under half the rate of the 512-column one, and the
-    # glued slowest phases are the table's.
+    # All three weight gradients are plain dots (the claim counts three); the
+    # 16-column one ran at under half the rate of the 512-column one, and the glued
+    # slowest phases are the table's.
     assert g["dw_kinds"] == ["dot"]
-    out = cell_output(book, CH, "flops_by_phase = {}")
-    assert "weight gradients:" in out and out.count("'dot'") == 3, out
-    dw = [float(r) for r in re.findall(r"layer \d: \S+ \(\d+, \d+\) +([\d.]+) GFLOP/s", out)]
-    assert len(dw) == 3 and dw[2] < dw[1] / 2, out
-    assert pct(g["dw_rate_ratio"]) == pytest.approx(dw[2] / dw[1], abs=0.02)
+    assert 0 < pct(g["dw_rate_ratio"]) < 0.5
     assert float(g["rate_l2_fwd"]) == pytest.approx(rate["layer2 forward"], abs=0.1)
     assert g["slowest_phases"] == " and ".join(sorted(rate, key=rate.get)[:2])
     text = page_text(book, CH)
@@ -102,8 +98,6 @@ def test_what_to_look_for(book):
     assert float(g["compile_ratio"]) > 3
     # The ratio is of the two calls waited on; the second call's dispatch alone
     # returned before its step was done.
-    out = cell_output(book, CH, "def fresh_step")
-    assert "waited on" in out and "call returned" in out
     assert float(g["second_return_ms"]) < float(g["second_wall_ms"])
     assert 0 < float(g["compile_ms"])
     # jax.monitoring (jax#5700): the three compile phases, XLA's the largest part.
@@ -138,14 +132,12 @@ def test_mixed_precision(book):
     assert g["train_args_same"] == format_bytes(args)
     assert pct(g["train_tmp_growth"]) > 0
     # JAX saves float32 values for tanh's derivative (tanh runs in float32 before
-    # the cast): print_saved_residuals shows them, on every backend.
-    out = cell_output(book, CH, "print_saved_residuals(mixed_loss")
-    assert out.count("f32[512,512] output of tanh") == 2, out
+    # the cast): print_saved_residuals shows them, on every backend (the claim: two of
+    # the four are tanh's outputs).
     assert g["saved_f32"] == 4
-    # The mixed program's matmul fusions take bfloat16 operands, with no convert.
-    assert g["mixed_fusions_bf16"] == 3
-    out = cell_output(book, CH, "bf16_entry = bf16_text")
-    assert out.count("-> f32[4096") == 3 and "bf16[4096,256]" in out
+    # The mixed program's three matmul fusions (one per layer) take bfloat16 operands,
+    # with no convert.
+    assert g["mixed_fusions_bf16"] == len(SIZES) - 1
     text = page_text(book, CH)
     assert "widening happens inside the matmul fusions" not in text
     assert "its fastest" not in text and "errors near 1e-3" not in text
@@ -156,8 +148,10 @@ def test_mixed_precision(book):
     assert g["cpu_bf16_io"] == "bfloat16"
     assert g["cpu_bf16_widened"] == ["convert", "dot", "tanh"]
     assert g["cpu_f16_widened"] is True
+    # The global setting is written into the program (claimed); the accuracy of each
+    # setting is only printed.
+    assert g["precision_in_program"] is True
     assert "precision in the program: [DEFAULT, DEFAULT]" in text
-    assert "precision in the program: [HIGHEST, HIGHEST]" in text
     errs = re.findall(
         r"precision in the program: \[\w+, \w+\], max \|result - float64\| = (\d[-+\d.e]*)", text
     )
@@ -169,35 +163,22 @@ def test_mixed_precision(book):
 def test_gradient_accumulation(book):
     g = glued(book, CH)
     text = page_text(book, CH)
-    assert (
-        float(
-            re.search(
-                r"accumulated over 4 microbatches vs the full batch: max \|diff\| = (\d[-+\d.e]*)",
-                text,
-            ).group(1)
-        )
-        < 1e-5
-    )
-    assert (
-        float(
-            re.search(r"first try vs the full batch: max \|diff\| = (\d[-+\d.e]*)", text).group(1)
-        )
-        > 1e-2
-    )
-    assert (
-        float(
-            re.search(r"with pcast vs the full batch: max \|diff\| = (\d[-+\d.e]*)", text).group(1)
-        )
-        < 1e-5
-    )
-    auto = cell_output(book, CH, "for kind, arrays, where in collectives_by_place(accumulate,")
-    assert "all-reduce of 6 gradient arrays: in the loop body" in auto and "once" not in auto
-    fixed = cell_output(book, CH, "def accumulate_then_reduce")
-    assert fixed.count("all-reduce of 6 gradient arrays: once") == 1 and "loop body" not in fixed
+    # Automatic accumulation and the pcast version equal the full batch's gradients
+    # (acc_err is the larger of the two differences); the first try does not.
+    assert float(g["acc_err"]) < 1e-5
+    assert float(g["acc_err_naive"]) > 1e-2
+    assert g["n_micro_text"] == "4"
+    # One all-reduce each: in the loop body when left to the compiler (and in the
+    # first try), once after the loop with pcast. Its operands are all the parameters'
+    # bytes, by hand: one all-reduce of every gradient array, once per microbatch or
+    # once per step.
+    assert g["auto_places"] == ["in the loop body"]
+    assert g["manual_places"] == ["once"]
+    assert "in the loop body" in g["naive_places"]
     param_bytes = (WEIGHT_ELEMS * 4) + BIAS_BYTES
     assert g["acc_bytes_manual"] == format_bytes(param_bytes)
     assert g["acc_bytes_auto"] == format_bytes(4 * param_bytes)
-    assert float(g["acc_err"]) < 1e-5
+    # The exercise's lines are only printed.
     for k in (1, 2, 8):
         m = re.search(
             rf"{k} microbatches: max \|diff\| = (\d[-+\d.e]*), 1 all-reduces, all outside the loop: True",
@@ -208,28 +189,20 @@ def test_gradient_accumulation(book):
 
 def test_collective_matmul(book):
     g = glued(book, CH)
-    text = page_text(book, CH)
-    for name in ("allgather_matmul", "collective_matmul"):
-        d = float(re.search(rf"{name} max \|diff\| to X @ W = (\d[-+\d.e]*)", text).group(1))
-        assert d < 1e-3, name
+    # Both versions equal X @ W (cm_err is the larger difference).
+    assert float(g["cm_err"]) < 1e-3 and g["cm_bf16_permutes"] == ["f32"]
     block = (512 // 8) * 256 * 4  # one device's rows of X, float32
-    assert f"allgather_matmul 1 × all-gather {format_bytes(block)} of operands per device" in text
-    assert (
-        f"collective_matmul 7 × collective-permute {format_bytes(7 * block)} of operands per device"
-        in text
-    )
     assert g["cm_blk"] == format_bytes(block) and g["cm_sent"] == format_bytes(7 * block)
     assert g["cm_counts"] == {"collective-permute": 7, "all-gather": 1}
-    assert g["sched_kinds"].count("permute") == 7 and g["sched_async"] is False
-    sched = cell_output(book, CH, "sched_text = ")
-    order = sched.splitlines()[0].split(" → ")
-    assert order.count("permute") == 7 and order.count("matmul") >= 8
-    assert "collective-permute-start in the program: False" in sched
-    assert "scheduled: True" in sched
-    shares = re.findall(r"(allgather_matmul|collective_matmul) +collectives +(\d+)% of", text)
-    assert {n for n, _ in shares} == {"allgather_matmul", "collective_matmul"}
-    assert dict(shares)["allgather_matmul"] + "%" == g["cm_share_ag"]
-    assert float(g["cm_err"]) < 1e-3 and g["cm_bf16_permutes"] == ["f32"]
+    # The schedule: seven synchronous permutes among at least eight block matmuls.
+    kinds = g["sched_kinds"]
+    assert kinds.count("permute") == 7 and kinds.count("matmul") >= 8
+    assert set(kinds) == {"permute", "matmul"} and g["sched_async"] is False
+    # Whether the module is scheduled is only printed.
+    assert "scheduled: True" in cell_output(book, CH, "sched_text = ")
+    # The collectives' share of each version's operation time, from the trace.
+    for key in ("cm_share_ag", "cm_share_cm"):
+        assert 0 < pct(g[key]) <= 1, key
 
 
 def test_figures_have_alt_text(book):

@@ -3,13 +3,11 @@ the demonstrations its prose describes really happened."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import glued
+from bookcheck import errors, glued, load
 
 pytestmark = pytest.mark.book
 
@@ -40,19 +38,13 @@ def test_random_keys(g):
 
 
 def test_random_key_reuse_checker(book, g):
-    nb = json.loads(book.notebook("random").read_text())
-    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    raised = [
-        (i, o)
-        for i, c in enumerate(cells)
-        for o in c.get("outputs", [])
-        if o["output_type"] == "error"
-    ]
+    cells = [c for c in load(book.notebook("random"))["cells"] if c["cell_type"] == "code"]
+    raised = errors(book, "random")
     # Arithmetic on a typed key, then the reuse checker.
-    assert [o["ename"] for _, o in raised] == ["TypeError", "KeyReuseError"]
-    assert "add does not accept dtypes key<fry>" in raised[0][1]["evalue"]
-    i = raised[1][0]
-    assert 'jax_debug_key_reuse", True' in "".join(cells[i]["source"])
+    assert [e.name for e in raised] == ["TypeError", "KeyReuseError"]
+    assert "add does not accept dtypes key<fry>" in raised[0].message
+    i = raised[1].cell
+    assert 'jax_debug_key_reuse", True' in raised[1].source
     # The next cell runs correct code with the checker on, then switches it off.
     after = "".join(cells[i + 1]["source"])
     assert after.rstrip().endswith('jax.config.update("jax_debug_key_reuse", False)')

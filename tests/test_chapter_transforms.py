@@ -8,18 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import VERDICT, glued, load, page_text, seconds
+from bookcheck import VERDICT, errors, glued, page_text, seconds
 
 
 def raised(book, chapter: str) -> dict[str, str]:
     """The errors the chapter's raises-exception cells raised: name -> message."""
-    return {
-        o["ename"]: o["evalue"]
-        for c in load(book.notebook(chapter))["cells"]
-        if c["cell_type"] == "code"
-        for o in c.get("outputs", [])
-        if o["output_type"] == "error"
-    }
+    return {e.name: e.message for e in errors(book, chapter)}
 
 
 pytestmark = pytest.mark.book

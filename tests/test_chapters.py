@@ -9,25 +9,9 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import ROOT
-from jaxguide_build import toc
+from bookcheck import ROOT, executed_chapters, toc_parts
 
 pytestmark = pytest.mark.book
-
-
-def toc_parts() -> dict[str, list[str]]:
-    """{part caption: [chapter, ...]} in _toc.yml's order."""
-    return {part.caption: list(part.pages) for part in toc.parts()}
-
-
-def executed_chapters() -> list[str]:
-    """Chapters that run code at build time (their front matter has a kernelspec)."""
-    return [
-        c
-        for chapters in toc_parts().values()
-        for c in chapters
-        if "kernelspec:" in (ROOT / "book" / f"{c}.md").read_text().split("\n---", 1)[0]
-    ]
 
 
 def teaching_chapters() -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bookcheck import MYST_HEADER, ROOT
+from bookcheck import MYST_HEADER, ROOT, assert_quiet
 
 pytestmark = pytest.mark.book
 
@@ -61,26 +61,6 @@ plt.show()
 ```
 """
 )
-
-
-#: Build log noise that has a cause the build removes (issue 16, "Quieter builds"):
-#: ipykernel's warning about TCP (the build's kernels use IPC sockets), Sphinx's
-#: warning that the theme's webpack macros template overwrites data, a request to
-#: report a Sphinx bug for a failing cell, and any text of JAX's compilation cache.
-NOISE = (
-    "Kernel is running over TCP",
-    "without encryption",
-    "will overwrite data",
-    "Please also report this",
-    "persistent compilation cache",
-    "Persistent compilation cache",
-    "PERSISTENT COMPILATION CACHE",
-)
-
-
-def assert_quiet(log: str) -> None:
-    found = [n for n in NOISE if n in log]
-    assert not found, f"the build log has {found}:\n{log[-3000:]}"
 
 
 def build(repo: Path, ok: bool = True) -> tuple[str, float]:

@@ -1,8 +1,9 @@
 """The question bank (book/questions.yml) and the page made from it (book/questions.md).
 
 Checked on the sources, without a build: every entry's thread is an issue or a
-discussion of the JAX, Flax, optax or orbax tracker (never a pull request, by the same
-pattern tests/test_questions.py applies to the chapters' own lists), no thread is in the
+discussion of the JAX, Flax, optax or orbax tracker (never a pull request, by the
+pattern bookcheck.THREAD that tests/test_questions.py applies to the chapters' own
+lists), no thread is in the
 bank twice, every answer names a section label that exists in the book, every thread a
 chapter lists among its own "Questions readers ask" is in the bank, the page lists
 exactly the answered entries and is what tools/make_questions.py writes today, and the
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 import make_questions  # tools/ (pytest's pythonpath)
-from test_questions import THREAD
+from bookcheck import THREAD
 
 ROOT = Path(__file__).resolve().parents[1]
 

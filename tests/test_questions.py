@@ -18,21 +18,16 @@ into the book whose page and anchor exist, and no thread listed twice on one pag
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from urllib.parse import urldefrag
 
 import pytest
 from bs4 import BeautifulSoup
 
-from test_chapters import executed_chapters
+from bookcheck import THREAD, executed_chapters
 
 pytestmark = pytest.mark.book
 
-THREAD = re.compile(
-    r"^https://github\.com/(jax-ml/jax|google/flax|google-deepmind/optax|google/orbax)"
-    r"/(issues|discussions)/\d+$"  # a question someone asked: no pull requests
-)
 MIN_QUESTIONS = 6
 
 

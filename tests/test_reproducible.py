@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bookcheck import comparable_outputs, load, output_differences
-from test_chapters import executed_chapters
+from bookcheck import comparable_outputs, executed_chapters, load, output_differences
 
 
 @pytest.mark.book

@@ -15,8 +15,7 @@ import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from bookcheck import ROOT
-from conftest import chapters
+from bookcheck import ROOT, chapters
 from jaxguide._wcag import contrast
 from jaxguide_build.site import bundle, memo, pages, stylesheets, theme
 
@@ -165,7 +164,7 @@ def test_only_one_stylesheet_blocks_the_first_paint(book):
     assert len(bundles) == 1, bundles
     (bundled,) = bundles
     text = (book.html / bundled).read_text(encoding="utf-8")
-    sources = bundle._bundle_sources(book.html / bundled)
+    sources = bundle.bundle_sources(book.html / bundled)
     assert "_static/styles/pydata-sphinx-theme.css" in sources and sources[-1].endswith(
         "jaxguide.css"
     )
@@ -268,7 +267,7 @@ def test_bundle_keeps_order_and_rewrites_urls(tmp_path):
     assert links[1:] == ["https://example.org/x.css", "_static/b.css"], links
     bundled = html_dir / links[0]
     text = bundled.read_text()
-    assert bundle._bundle_sources(bundled) == ["_static/styles/a.css", "_static/b.css"]
+    assert bundle.bundle_sources(bundled) == ["_static/styles/a.css", "_static/b.css"]
     assert "@charset" not in text and "url(img/x.png)" in text
     assert text.index(".a{") < text.index(".b{") and "data:image/png;base64,AA" in text
     assert page_memo.final(page, page.read_text())

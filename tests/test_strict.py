@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bookcheck import MYST_HEADER, jupyter_book
+from bookcheck import MYST_HEADER, assert_quiet, jupyter_book
 from jaxguide_build.execution import longest_first
-from test_fresh import assert_quiet
 
 pytestmark = pytest.mark.book
 

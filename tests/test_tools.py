@@ -531,8 +531,8 @@ def test_page_memo_reads_a_page_again_only_when_it_changed(tmp_path, monkeypatch
     page = out / "a.html"
     page.write_text('<i class="fab fa-github"></i><p class="intro">hello</p>')
     reads = []
-    real = site._icons_in
-    monkeypatch.setattr(site, "_icons_in", lambda text: reads.append(1) or real(text))
+    real = site.icons_in
+    monkeypatch.setattr(site, "icons_in", lambda text: reads.append(1) or real(text))
     memo = site.PageMemo(out)
     assert memo.entry(page)["icons"] == ["fa-github"]
     assert {"intro", "hello"} <= set(memo.entry(page)["words"]) and len(reads) == 1

@@ -20,12 +20,17 @@ module              build phase     job
                     build-finished  pages, stylesheets, search, 404 (one module per pass)
 ``cache``           (shared)        atomic writes, content-checked caches between builds
 ``toc``             (shared)        the pages of ``_toc.yml``, as Jupyter Book reads them
+``environment``     (shared)        the repository root, ``uv``, fresh environments with
+                                    jaxguide installed from a wheel
+``outputs``         tests, bench    two executions of a chapter compared as a reader sees
+                                    them (the book's build against a wheel or accelerator run)
 ``serve``           after build     the built site on 127.0.0.1, gzip as GitHub Pages serves
 ``lighthouse``      after build     Lighthouse runs (tests/test_browser.py, bench/)
 ==================  ==============  =========================================================
 
-The scripts ``tools/make_notebooks.py``, ``tools/check_jax_floor.py`` and
-``tools/jaxguide_serve.py`` import this package (``tools/`` is the folder of the script
+The scripts ``tools/make_notebooks.py``, ``tools/make_questions.py``,
+``tools/check_jax_floor.py``, ``tools/check_jax_newest.py`` and ``tools/jaxguide_serve.py``
+import this package (``tools/`` is the folder of the script
 Python runs); the tests and ``bench/`` find it on their path (pytest's ``pythonpath``;
 the project's editable install).
 """

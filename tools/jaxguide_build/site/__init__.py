@@ -2,24 +2,35 @@
 browser.
 
 A default Jupyter Book 1 page fetches MathJax from a CDN, ships Font Awesome's
-JavaScript plus its icon webfonts, and logs console errors. Each module below removes
-one cause; :func:`_finish` runs the passes over the written site in order:
+JavaScript plus its icon webfonts, and logs console errors. Each module removes one
+cause. At ``build-finished``, :func:`_finish` runs these passes over the written site,
+in this order:
 
-==================  ===================================================================
-``mathml``          math rendered to MathML at build time (a Sphinx math renderer)
-``theme``           Thebe dropped, theme mode set, page descriptions, the theme's script
-``search``          a Pagefind index of every section; search.html's own script
-``images``          figures shrunk to palette PNGs, sized ``<img>`` tags, Sphinx's copies
-``pages``           each page rewritten: scripts, Pygments spans, accessibility
-``icons``           only the Font Awesome rules and glyphs the pages use
-``notfound``        ``404.html`` for the web host
-``stylesheets``     rules no page can use dropped, ``@import`` inlined
-``bundle``          the stylesheets a page links, as one file
-``memo``            what each page holds (words, icons), read once per page version
-==================  ===================================================================
+=  ===================================  ===================================================
+1  ``images.shrink_images``             figures shrunk to palette PNGs
+2  ``pages.rewrite_pages``              each page rewritten: scripts, Pygments spans,
+                                        accessibility; within it, ``icons`` drops Font
+                                        Awesome's script and preloads its fonts, ``images``
+                                        sizes each ``<img>``, ``search`` gives
+                                        ``search.html`` its own script
+3  ``theme.patch_theme_script``         the theme's script without its load-time pass
+4  ``icons.keep_used_icons``            only the Font Awesome rules the pages use
+5  ``notfound.write_not_found``         ``404.html`` for the web host
+6  ``stylesheets.purge_stylesheets``    rules no page can use dropped, ``@import`` inlined
+7  ``bundle.bundle_stylesheets``        the stylesheets a page links, as one file
+8  ``icons.subset_fonts``               the icon webfonts cut to the glyphs still used
+9  ``search.write_index``               a Pagefind index of every section
+=  ===================================  ===================================================
 
-Rewritten theme files are put back at the next build (``builder-inited``), so each
-build starts from the theme's originals.
+Passes 2 to 7 share a :class:`memo.PageMemo` (what each page holds, its words and
+icons, read once per page version; saved after pass 7). ``memo`` is that cache, not a
+pass.
+
+Earlier in the build, not passes: ``mathml`` renders math to MathML (a Sphinx math
+renderer); ``theme`` drops Thebe and sets the theme mode and each page's description
+(Sphinx events); ``images`` clears Sphinx's copies of figures it shrank. Rewritten
+theme files are put back at the next build (``builder-inited``: ``theme``,
+``stylesheets``), so each build starts from the theme's originals.
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from pathlib import Path
 from sphinx.errors import ExtensionError
 
 from ..cache import write_atomic
-from .memo import _LINK, PageMemo
+from .memo import LINK, PageMemo
 
 _HREF = re.compile(r'\bhref="([^"]+)"')
-_CSS_URL = re.compile(r"""url\((['"]?)([^'")]+)\1\)""")
+CSS_URL = re.compile(r"""url\((['"]?)([^'")]+)\1\)""")
 
 
 def _is_local_stylesheet(link: str) -> bool:
@@ -30,10 +30,10 @@ def _is_local_stylesheet(link: str) -> bool:
     )
 
 
-def _stylesheet_hrefs(text: str) -> list[str]:
+def stylesheet_hrefs(text: str) -> list[str]:
     """The local stylesheets (for every medium) a page's <head> links, in order."""
     head = text.partition("</head>")[0]
-    links = [link for link in _LINK.findall(head) if _is_local_stylesheet(link)]
+    links = [link for link in LINK.findall(head) if _is_local_stylesheet(link)]
     return [m.group(1) for m in map(_HREF.search, links) if m]
 
 
@@ -41,11 +41,11 @@ def _stylesheet_hrefs(text: str) -> list[str]:
 # request before the first paint, more than the six a browser opens at once to a host
 # over HTTP/1.1: one stylesheet made of them, in the same order, is one request.
 _BUNDLE_DIR = "_static"
-_BUNDLE_NAME = re.compile(r"_static/jaxguide-bundle-[0-9a-f]{12}\.css")
+BUNDLE_NAME = re.compile(r"_static/jaxguide-bundle-[0-9a-f]{12}\.css")
 _BUNDLE_HEADER = "/* jaxguide bundle of: "
 
 
-def _bundle_sources(path: Path) -> list[str]:
+def bundle_sources(path: Path) -> list[str]:
     """The stylesheets (paths relative to the output folder) a bundle was made of: its
     first line. A page that links a bundle another build wrote needs it."""
     if not path.is_file():
@@ -71,7 +71,7 @@ def _relocated_css(css: str, source: Path, target_dir: Path) -> str:
         return f"url({quote}{posixpath.normpath(f'{up}/{ref}')}{quote})"
 
     css = re.sub(r'@charset\s+"[^"]*"\s*;', "", css)
-    return _CSS_URL.sub(moved, css)
+    return CSS_URL.sub(moved, css)
 
 
 def bundle_stylesheets(outdir: Path, memo: PageMemo) -> None:
@@ -83,7 +83,7 @@ def bundle_stylesheets(outdir: Path, memo: PageMemo) -> None:
     for page in sorted(outdir.glob("*.html")):
         text = page.read_text(encoding="utf-8")
         head, sep, body = text.partition("</head>")
-        links = [link for link in _LINK.findall(head) if _is_local_stylesheet(link)]
+        links = [link for link in LINK.findall(head) if _is_local_stylesheet(link)]
         if not links or not sep:
             continue
         prefix = "../" * (len(page.relative_to(outdir).parts) - 1)
@@ -92,8 +92,8 @@ def bundle_stylesheets(outdir: Path, memo: PageMemo) -> None:
             found = _HREF.search(link)
             href = found.group(1).split("?")[0] if found else ""
             path = (page.parent / href).resolve()
-            if _BUNDLE_NAME.search(href):
-                sources += _bundle_sources(path)
+            if BUNDLE_NAME.search(href):
+                sources += bundle_sources(path)
             else:
                 sources.append(path.relative_to(outdir).as_posix())
         key = tuple(sources)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .memo import PageMemo
 
 
-_FA_SCRIPT = re.compile(
+FA_SCRIPT = re.compile(
     r'[ \t]*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?'
 )
 
@@ -66,7 +66,7 @@ _FA_MODIFIERS = {
 _STYLES = {"fa", "fas", "far", "fab", "fa-solid", "fa-regular", "fa-brands"}
 
 
-def _icons_in(text: str) -> set[str]:
+def icons_in(text: str) -> set[str]:
     """Names of the Font Awesome icons a page uses: ``fa-github`` in ``class="fab fa-github"``."""
     used: set[str] = set()
     for classes in _CLASS_ATTR.findall(text):
@@ -124,7 +124,7 @@ _ICON_FONTS = {
 }
 
 
-def _preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
+def preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
     """Preload the (subset, few-kB) icon webfonts a page's icons use: fetched with the
     stylesheets, they are there for the first paint, instead of arriving after it and
     widening the header's buttons (a layout shift)."""

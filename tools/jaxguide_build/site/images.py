@@ -60,11 +60,11 @@ def shrink_images(outdir: Path) -> None:
             write_atomic(png, small)
 
 
-_IMG = re.compile(r"<img\b[^>]*>")
+IMG = re.compile(r"<img\b[^>]*>")
 _SIZE_STYLE = re.compile(r'\s*style="width: (\d+(?:\.\d+)?)px; height: (\d+(?:\.\d+)?)px;"')
 
 
-def _sized_img(tag: str, outdir: Path, page: Path) -> str:
+def sized_img(tag: str, outdir: Path, page: Path) -> str:
     """An output figure's <img> with ``width`` and ``height`` attributes (its CSS size:
     a 2x figure's half size), so the page keeps its layout while images load, and
     loaded lazily. Sphinx writes the size as an inline style, which also fixes the

@@ -13,13 +13,13 @@ from typing import Any
 from sphinx.util import logging
 
 from ..cache import write_atomic
-from .icons import _icons_in
+from .icons import icons_in
 
 logger = logging.getLogger(__name__)
 
 
-_WORD = re.compile(r"[A-Za-z0-9_-]+")  # names may start with "-" or a digit: "-Color-Blue"
-_LINK = re.compile(r"<link\b[^>]*>")
+WORD = re.compile(r"[A-Za-z0-9_-]+")  # names may start with "-" or a digit: "-Color-Blue"
+LINK = re.compile(r"<link\b[^>]*>")
 
 #: The code that decides what a final page is: every pass of the site (this folder).
 CODE = Path(__file__).parent
@@ -83,8 +83,8 @@ class PageMemo:
             "digest": self._digest(text),
             # A <link> names files, not classes: whether a page links the stylesheets
             # one by one or their bundle (:mod:`.bundle`) changes no word.
-            "words": sorted(set(_WORD.findall(_LINK.sub("", text)))),
-            "icons": sorted(_icons_in(text)),
+            "words": sorted(set(WORD.findall(LINK.sub("", text)))),
+            "icons": sorted(icons_in(text)),
         }
         self.pages[self._key(page)] = entry
         self.changed = True

@@ -182,7 +182,7 @@ def _rewrite_page(
     text: str, page: Path, outdir: Path, *, plain: frozenset[str] = frozenset()
 ) -> str:
     """``text``, the page ``page`` of the site in ``outdir``, as the site serves it."""
-    slim = icons._FA_SCRIPT.sub("", text)
+    slim = icons.FA_SCRIPT.sub("", text)
     slim = slim.replace(_THEME_INIT, _THEME_INIT_RESOLVED, 1)
     slim = unwrap_plain_tokens(slim, plain)
     slim = _SCRIPT_PRELOAD.sub("", slim)
@@ -191,8 +191,8 @@ def _rewrite_page(
     slim = search.search_scripts(slim, page)
     head, sep, body = slim.partition("</head>")
     slim = _HEAD_SCRIPT.sub(r'<script\1 defer src="\2"></script>', head) + sep + body
-    slim = icons._preload_icon_fonts(slim, page, outdir)
-    slim = images._IMG.sub(lambda m: images._sized_img(m.group(0), outdir, page), slim)
+    slim = icons.preload_icon_fonts(slim, page, outdir)
+    slim = images.IMG.sub(lambda m: images.sized_img(m.group(0), outdir, page), slim)
     slim = _RICH_SPAN.sub(_readable_span, slim)
     # Scrollable blocks must take keyboard focus; which ones scroll is known only in the
     # browser, near the screen (theme.patch_theme_script): focusable until measured.

@@ -14,8 +14,8 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 from ..cache import ContentCache, write_atomic
-from .bundle import _BUNDLE_NAME, _CSS_URL, _bundle_sources, _stylesheet_hrefs
-from .memo import _WORD, PageMemo
+from .bundle import BUNDLE_NAME, CSS_URL, bundle_sources, stylesheet_hrefs
+from .memo import WORD, PageMemo
 
 # The stylesheets the last build purged, listed in the output (one path a line), and
 # where their originals are kept (next to the output folder).
@@ -149,7 +149,7 @@ def _names_in_site(outdir: Path, memo: PageMemo | None = None) -> tuple[set[str]
     for script in outdir.rglob("*.js"):
         if script.name == "searchindex.js":
             continue  # the pages' words, not code
-        scripts.update(_WORD.findall(script.read_text(encoding="utf-8", errors="replace")))
+        scripts.update(WORD.findall(script.read_text(encoding="utf-8", errors="replace")))
     prefixes = tuple(sorted(w for w in scripts if w.endswith("-") and len(w) >= 4))
     return words | scripts, prefixes
 
@@ -160,9 +160,9 @@ def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]
     used, prefixes = _names_in_site(outdir, memo)
     linked: set[str] = set()
     for page in outdir.glob("*.html"):
-        for href in _stylesheet_hrefs(page.read_text(encoding="utf-8")):
-            if _BUNDLE_NAME.search(href):
-                linked.update(_bundle_sources(outdir / href.split("?")[0]))
+        for href in stylesheet_hrefs(page.read_text(encoding="utf-8")):
+            if BUNDLE_NAME.search(href):
+                linked.update(bundle_sources(outdir / href.split("?")[0]))
             else:
                 linked.add(href.split("?")[0])
     paths = {(outdir / href).resolve() for href in linked}
@@ -222,7 +222,7 @@ def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]
                     return url.group(0)
                 return f"url({quote}{up}/{ref}{quote})"
 
-            return _CSS_URL.sub(moved, target.read_text(encoding="utf-8"))
+            return CSS_URL.sub(moved, target.read_text(encoding="utf-8"))
 
         flat = _IMPORT_STATEMENT.sub(inline, css)
         if flat != css:
