@@ -51,8 +51,8 @@ UNIT_ENV := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/_build/.jax_cache_unit \
 unit: env
 	$(UNIT_ENV) $(VENV)/bin/python -m pytest -m "not book and not browser" -q -n auto
 
-# ruff (lint and format check) over the Python sources, mypy over the package and the
-# build tooling in tools/ (pyproject.toml, [tool.mypy]).
+# ruff (lint and format check) over the Python sources, mypy over the package, the
+# build tooling in tools/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).
 lint: env
 	$(VENV)/bin/ruff check src tests tools bench
 	$(VENV)/bin/ruff format --check src tests tools bench

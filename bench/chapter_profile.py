@@ -31,8 +31,8 @@ import nbformat
 from myst_nb.core.read import read_myst_markdown_notebook
 from nbclient import NotebookClient
 
-from jaxguide_build import execution, patches
-from jaxguide_build.execution import compilation_cache_env
+from jaxguide_build import kernels, patches
+from jaxguide_build.kernels import compilation_cache_env
 from jaxguide_build.staleness import code_of, imports_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     source = path.read_text()
     nb = read_myst_markdown_notebook(source)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    cached = bool(cache) and not execution.SHOWS_COMPILATION.search(code)
+    cached = bool(cache) and not kernels.CACHE_OFF.search(code)
     top, _ = imports_of(code_of(source))
     # jax first (the others import it), then the chapter's other third-party imports.
     stdlib = set(sys.stdlib_module_names) | {"jaxguide"}
@@ -89,10 +89,10 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     first = nbformat.v4.new_code_cell(FIRST.format(modules=modules))
     nb.cells = [first] + nb.cells + [nbformat.v4.new_code_cell(LAST)]
     # The build's kernels: IPC sockets, and the cache where the build would use it.
-    execution.KERNEL_ENV.clear()
-    execution.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
-    execution.KERNEL_ENV["JAXGUIDE_PROFILE_EVENTS"] = json.dumps(EVENTS)
-    assert not execution.SHOWS_COMPILATION.search(first.source), "the profile cell hides the cache"
+    kernels.KERNEL_ENV.clear()
+    kernels.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
+    kernels.KERNEL_ENV["JAXGUIDE_PROFILE_EVENTS"] = json.dumps(EVENTS)
+    assert not kernels.CACHE_OFF.search(first.source), "the profile cell hides the cache"
     NotebookClient.create_kernel_manager = patches.create_kernel_manager
     patches.EXECUTING = chapter
     client = NotebookClient(

@@ -24,7 +24,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+from bs4 import BeautifulSoup, Tag
 
 from jaxguide_build import toc
 from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
@@ -35,6 +37,19 @@ from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+class Built(Protocol):
+    """A built book, as the readers below use it (tests/conftest.py: ``BuiltBook``)."""
+
+    html: Path  # the site
+    executed: Path  # the executed notebooks
+
+    def page(self, name: str) -> str: ...
+
+    def notebook(self, name: str) -> Path: ...
+
+
 WARNING_RE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b")
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 RAISES = "raises-exception"
@@ -206,8 +221,8 @@ def should_output(cell: dict) -> bool:
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         value = tree.body[-1].value
         call = value.func if isinstance(value, ast.Call) else None
-        name = getattr(call, "id", None) or getattr(call, "attr", None)
-        return name not in {"glue", "print", "set_title", "legend", "tight_layout"}
+        called = getattr(call, "id", None) or getattr(call, "attr", None)
+        return called not in {"glue", "print", "set_title", "legend", "tight_layout"}
     return False
 
 
@@ -261,7 +276,7 @@ def problems(nb: dict) -> list[str]:
 VERDICT = r"((?:\d\.\d|\d\d+)× (?:faster|slower) than|as fast, within 10%, as)"
 
 
-def glued(book, chapter: str) -> dict:
+def glued(book: Built, chapter: str) -> dict:
     """The values a chapter glued into its prose, as Python values (a new dict on each
     call; the file is read and its values parsed once per build)."""
     return dict(_glued(_stamp(book.executed / f"{chapter}.glue.json")))
@@ -283,9 +298,7 @@ def _glued(stamp: tuple[str, int, int]) -> dict:
 # A chapter's page is parsed once per build, not once per assertion: about a hundred
 # tests read the same twenty pages (re-parsing each took most of their time).
 @functools.lru_cache(maxsize=32)
-def _soup(stamp: tuple[str, int, int]):
-    from bs4 import BeautifulSoup
-
+def _soup(stamp: tuple[str, int, int]) -> BeautifulSoup:
     return BeautifulSoup(Path(stamp[0]).read_text(), "html.parser")
 
 
@@ -294,12 +307,12 @@ def _page_text(stamp: tuple[str, int, int]) -> str:
     return " ".join(_soup(stamp).get_text(" ").split())
 
 
-def page_text(book, chapter: str) -> str:
+def page_text(book: Built, chapter: str) -> str:
     """The text a reader sees on a chapter's page, its whitespace collapsed."""
     return _page_text(_stamp(book.html / f"{chapter}.html"))
 
 
-def images(book, chapter):
+def images(book: Built, chapter: str) -> list[Tag]:
     """The images of a chapter's cell outputs (BeautifulSoup tags: read them, do not
     change them, as every caller shares them)."""
     return _soup(_stamp(book.html / f"{chapter}.html")).select("div.cell_output img")
@@ -314,7 +327,7 @@ def seconds(text: str) -> float:
     return float(value) * UNITS[unit]
 
 
-def cell_output(book, chapter: str, marker: str) -> str:
+def cell_output(book: Built, chapter: str, marker: str) -> str:
     """The printed output of the one code cell of ``chapter`` whose source contains
     ``marker`` (ANSI colours removed)."""
     cells = [
@@ -346,7 +359,7 @@ def raised_in(nb: dict) -> list[Raised]:
     ]
 
 
-def errors(book, chapter: str) -> list[Raised]:
+def errors(book: Built, chapter: str) -> list[Raised]:
     """Every error the executed notebook of ``chapter`` shows, in order: what its
     ``raises-exception`` cells raised (:func:`problems` reports any other)."""
     return raised_in(load(book.notebook(chapter)))

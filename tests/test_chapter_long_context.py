@@ -67,10 +67,6 @@ def test_reference_and_blockwise_equal_full_attention(text, g):
 
 
 def test_ring_equals_full_attention_values_and_gradients(text, g):
-    rows = re.findall(
-        r"causal=(True|False) *: max \|diff\| output (\d\.\de-\d\d), gradients (\d\.\de-\d\d)", text
-    )
-    assert [r[0] for r in rows] == ["False", "True"], rows
     assert g["equal_results"].keys() == {"False", "True"}
     assert all(d < 1e-5 for pair in g["equal_results"].values() for d in pair)
     assert float(g["worst_equal"]) == pytest.approx(
@@ -112,12 +108,10 @@ def test_ring_bytes_against_formula_and_all_gather(g):
     assert g["gather_ratio"] == P_DEV
 
 
-def test_overlap_inequality_numbers(text, g):
-    c = T // P_DEV
-    matmuls = 4 * B * c * c * N * H
-    (flops,) = re.findall(r"cost analysis: ([\d,]+) FLOPs; the two matmuls: ([\d,]+)", text)
-    assert int(flops[1].replace(",", "")) == matmuls
-    assert matmuls <= int(flops[0].replace(",", "")) < 1.15 * matmuls
+def test_overlap_inequality_numbers(g):
+    # The block's two matmuls (4 B c^2 N H FLOPs, counted by hand in the chapter) are
+    # most of what XLA's cost analysis counts for it; the rest is the softmax.
+    assert 1 / 1.15 < g["matmul_share"] <= 1
     # published figures: one ICI link of a v5e; all 18 NVLinks of an H100, one way
     chips = {"TPU v5e": (1.97e14, 4.5e10), "H100 (NVLink)": (9.89e14, 18 * 2.5e10)}
     v5e, h100 = (f / w for f, w in chips.values())

@@ -9,7 +9,7 @@ import signal
 import numpy as np
 import pytest
 
-from bookcheck import ROOT, cell_output, glued, load, output_text, page_text, source, tags
+from bookcheck import ROOT, cell_output, errors, glued, load, output_text, page_text, source
 
 pytestmark = pytest.mark.book
 
@@ -103,16 +103,12 @@ def test_device_put_of_a_whole_array(book):
 
 
 def test_initialize_after_the_backend_started_raises(book):
-    cells = code_cells(book)
-    cell = next(
-        c
-        for c in cells
-        if "jax.distributed.initialize(\n" in source(c) and "raises-exception" in tags(c)
-    )
-    errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
-    assert len(errors) == 1 and errors[0]["ename"] == "RuntimeError", errors
-    assert "must be called before any JAX calls" in errors[0]["evalue"]
-    assert "jax.devices" in errors[0]["evalue"]  # what the prose says it names
+    [raised] = [
+        e for e in errors(book, "multiprocess") if "jax.distributed.initialize(\n" in e.source
+    ]
+    assert raised.name == "RuntimeError", raised
+    assert "must be called before any JAX calls" in raised.message
+    assert "jax.devices" in raised.message  # what the prose says it names
     text = page_text(book, "multiprocess")
     assert "but also jax.devices()" in text.replace("`", "")
 

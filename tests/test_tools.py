@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bookcheck import ROOT
-from jaxguide_build import execution, patches, staleness
+from jaxguide_build import execution, kernels, patches, staleness
 
 CHAPTER = """
 ```{code-cell} ipython3
@@ -235,7 +235,7 @@ def test_the_compilation_cache_never_shows_a_renamed_scopes_old_name(tmp_path):
 
     cache = tmp_path / "cache"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
-    env.update(execution.compilation_cache_env(cache))
+    env.update(kernels.compilation_cache_env(cache))
 
     def compiled_text(folder: str, scope: str) -> str:
         cell = tmp_path / folder / "cell.py"

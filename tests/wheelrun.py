@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookcheck import ROOT
-from jaxguide_build import execution
+from jaxguide_build import kernels
 from jaxguide_build.environment import wheel_environment
 
 RUNNER = """
@@ -100,7 +100,7 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     filled for its chapter, as the build's own re-executions do: the same programs are
     not compiled twice, and nothing else changes (a cached program is the program XLA
     would compile). Notebooks whose code reads compilation itself (compile times,
-    compile logs, ``jax.distributed``: ``SHOWS_COMPILATION`` in tools/jaxguide_build/execution.py)
+    compile logs, ``jax.distributed``: ``CACHE_OFF`` in tools/jaxguide_build/kernels.py)
     compile from scratch, as in the build. Executing after the build rather than beside
     it also keeps four kernels off this 2-core machine's two cores."""
 
@@ -133,12 +133,12 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
             for c in json.loads(nb.read_text())["cells"]
             if c["cell_type"] == "code"
         )
-        return cache is not None and not execution.SHOWS_COMPILATION.search(code)
+        return cache is not None and not kernels.CACHE_OFF.search(code)
 
     def env_for(nb: Path) -> dict[str, str]:
         if cache is None or not uses_cache(nb):
             return base_env
-        return {**base_env, **execution.compilation_cache_env(cache / nb.stem)}
+        return {**base_env, **kernels.compilation_cache_env(cache / nb.stem)}
 
     # Longest first, two at a time (this machine has 2 cores): the last to start is short.
     pending = sorted(

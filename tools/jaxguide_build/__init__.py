@@ -9,9 +9,11 @@ module              build phase     job
 ==================  ==============  =========================================================
 ``patches``         setup           every patch of a third-party library, one rule for
                                     untested releases (the build stops and says what to check)
-``execution``       config-inited   one build per output folder, the kernels' environment
-                                    (compilation cache), and before Sphinx reads the pages:
-                                    execute what has no cached outputs; report a failure
+``execution``       config-inited   one build per output folder, and before Sphinx reads
+                                    the pages: execute what has no cached outputs, in
+                                    parallel; report a failure, or each chapter's time
+``kernels``         config-inited   the kernels that execute: IPC sockets, their environment
+                                    (strict claims, the compilation cache, or not)
 ``staleness``       env-outdated    fingerprints: which chapters' cached outputs are stale
                     build-finished  (a jaxguide module or package they depend on changed)
 ``incremental``     env-updated     a rebuild does work in proportion to the edit

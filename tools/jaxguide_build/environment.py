@@ -85,6 +85,9 @@ def wheel_environment(tmp: Path, jax: str | None = None) -> Path:
         "pip",
         "install",
         "--quiet",
+        # Byte-compiled now, once, rather than by every kernel that imports JAX (each
+        # would, where PYTHONDONTWRITEBYTECODE is set).
+        "--compile-bytecode",
         "--python",
         str(python),
         "-c",

@@ -134,9 +134,9 @@ _create_kernel_manager = NotebookClient.create_kernel_manager
 
 def create_kernel_manager(self: NotebookClient) -> KernelManager:
     """``NotebookClient.create_kernel_manager`` for the build: a
-    :class:`~jaxguide_build.execution.BuildKernelManager` (where nothing else was asked
-    for), with the notebook's environment (:func:`~jaxguide_build.execution.notebook_env`)."""
-    from .execution import BuildKernelManager, notebook_env
+    :class:`~jaxguide_build.kernels.BuildKernelManager` (where nothing else was asked
+    for), with the notebook's environment (:func:`~jaxguide_build.kernels.notebook_env`)."""
+    from .kernels import BuildKernelManager, notebook_env
 
     if self.kernel_manager_class is AsyncKernelManager:
         self.kernel_manager_class = BuildKernelManager
@@ -278,7 +278,7 @@ PATCHES: dict[str, Patch] = {
         "nbclient",
         "0.11.",
         "kernels on TCP ports, without the build's environment",
-        "NotebookClient.create_kernel_manager (tests/test_fresh.py::"
+        "NotebookClient.create_kernel_manager (tests/test_execution.py::"
         "test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache)",
         _patch_kernel_manager,
     ),
@@ -286,7 +286,7 @@ PATCHES: dict[str, Patch] = {
         "jupyter-cache",
         "1.0.",
         "a kernel that does not know its chapter (no compilation cache folder of its own)",
-        "the execute() of jupyter_cache.executors.basic's workers (tests/test_fresh.py)",
+        "the execute() of jupyter_cache.executors.basic's workers (tests/test_execution.py)",
         _patch_worker_chapter,
     ),
     "jupyter-cache single parse": Patch(

@@ -1,4 +1,7 @@
-"""Never stale: a change to jaxguide re-executes exactly the chapters that import the
+"""The build's staleness and execution passes (jaxguide_build.staleness,
+.execution, .kernels).
+
+Never stale: a change to jaxguide re-executes exactly the chapters that import the
 changed module, and a rebuild with nothing changed executes nothing.
 
 Runs on a two-page book in a temporary copy of the repository. The build runs with
@@ -193,10 +196,10 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     import nbformat
     from nbclient import NotebookClient
 
-    from jaxguide_build import execution, patches
+    from jaxguide_build import kernels, patches
 
     monkeypatch.setattr(NotebookClient, "create_kernel_manager", patches.create_kernel_manager)
-    monkeypatch.setattr(execution, "KERNEL_ENV", execution.compilation_cache_env(tmp_path / "jc"))
+    monkeypatch.setattr(kernels, "KERNEL_ENV", kernels.compilation_cache_env(tmp_path / "jc"))
     monkeypatch.setattr(patches, "EXECUTING", "chapter")
     code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
     seen = []
@@ -205,7 +208,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         client = NotebookClient(nb, kernel_name="python3", timeout=120)
         with client.setup_kernel():
             km = client.km
-            assert isinstance(km, execution.BuildKernelManager) and km.transport == "ipc"
+            assert isinstance(km, kernels.BuildKernelManager) and km.transport == "ipc"
             folder = Path(km.socket_dir)
             assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith(
                 "jaxguide-kernel-"
@@ -221,16 +224,16 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
 
 
 def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):
-    from jaxguide_build import execution
+    from jaxguide_build import kernels
 
     monkeypatch.setattr(
-        execution, "KERNEL_ENV", {"OTHER": "1", **execution.compilation_cache_env(Path("/c"))}
+        kernels, "KERNEL_ENV", {"OTHER": "1", **kernels.compilation_cache_env(Path("/c"))}
     )
     cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
     plain = {"cells": [cell("y = jax.jit(f)(x)")]}
-    assert execution.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
+    assert kernels.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
     # A kernel for an unknown chapter would share a folder: no cache.
-    assert execution.notebook_env(plain) == {"OTHER": "1"}
+    assert kernels.notebook_env(plain) == {"OTHER": "1"}
     for shows in (
         "t.first_call_s",
         "jax.log_compiles(True)",
@@ -239,11 +242,11 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatc
         '[e for e in events if e.name == "backend_compile_and_load"]',
         "jax.distributed.initialize()",
     ):
-        env = execution.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
+        env = kernels.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
         assert env == {"OTHER": "1"}, shows
     # Markdown that mentions it does not count: only code does.
     md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
-    assert "JAX_COMPILATION_CACHE_DIR" in execution.notebook_env(md, "ch")
+    assert "JAX_COMPILATION_CACHE_DIR" in kernels.notebook_env(md, "ch")
 
 
 def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
@@ -264,21 +267,21 @@ def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
 
 
 def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
-    from jaxguide_build import execution
+    from jaxguide_build import kernels
 
     for i, name in enumerate(("a/old", "b/mid", "a/new")):
         path = tmp_path / name
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"x" * 100)
         os.utime(path, (1000 + i, 1000 + i))
-    execution.trim_cache(tmp_path, keep_bytes=250)
+    kernels.trim_cache(tmp_path, keep_bytes=250)
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
         "a/new",
         "b/mid",
     ]
-    execution.trim_cache(tmp_path, keep_bytes=100)
+    kernels.trim_cache(tmp_path, keep_bytes=100)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
-    execution.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
+    kernels.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
 
 
 def test_chapters_are_ordered_longest_first_by_their_code(tmp_path):

@@ -1,0 +1,138 @@
+"""The kernels the build starts to execute its chapters, and what they get.
+
+:class:`BuildKernelManager` (which ``nbclient.NotebookClient`` uses for every kernel of the
+build: :mod:`jaxguide_build.patches`) talks to the build over IPC sockets in a fresh
+private folder each (``tempfile.mkdtemp``), not over TCP: no port is opened, two builds
+never share a socket, and ipykernel has no reason to warn that TCP is unencrypted. Its
+kernels get :data:`KERNEL_ENV` (:func:`kernel_settings`): strict claims, and JAX's
+persistent compilation cache in a folder of the chapter's own under the build's
+``_build/.jax_cache``, through their environment only (the chapters do not mention it,
+so a Colab reader never has it). A chapter whose code looks at compilation itself, or
+runs several JAX processes at once (:data:`CACHE_OFF`), runs without the cache
+(:func:`notebook_env`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import AsyncKernelManager
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+#: Code that reads compilation itself: compile times (a benchmark's first call), compile
+#: logs, compile events. A persistent-cache hit skips the compilation these show, so a
+#: chapter whose code matches runs without the cache. So does a chapter that runs
+#: several JAX processes at once (``jax.distributed``): JAX writes a cache entry in
+#: place, and a process reading it at that moment would warn in the output.
+CACHE_OFF = re.compile(
+    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|backend_compile"
+    r"|jax\.distributed"
+)
+
+
+#: Environment the build adds to its kernels (set by :func:`kernel_settings`).
+KERNEL_ENV: dict[str, str] = {}
+
+
+def compilation_cache_env(folder: Path) -> dict[str, str]:
+    """The environment that gives a kernel JAX's persistent compilation cache in
+    ``folder``, caching every program however small or fast to compile.
+
+    By default JAX leaves a program's metadata out of the cache key: the ``op_name`` of
+    each instruction, with its ``named_scope`` and function names. A chapter edited to
+    rename a scope would then load the executable compiled before the edit and print its
+    old names. So the key includes the metadata, but no source locations
+    (``JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0``): they name the file IPython writes each cell
+    to, in a folder named after the kernel's process id, and would make every run miss.
+    Without them a compiled program's text is shorter (no ``FileNames``/``StackFrames``
+    tables) than a reader's kernel prints, so a chapter that shows compilation
+    (:data:`CACHE_OFF`) gets none of these settings (:func:`notebook_env`)."""
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(folder),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        "JAX_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY": "1",
+        "JAX_TRACEBACK_IN_LOCATIONS_LIMIT": "0",
+        # Not JAX_COMPILATION_CACHE_MAX_SIZE: JAX needs `filelock` for it, and without
+        # it warns in the cell's output and caches nothing. trim_cache bounds it instead.
+    }
+
+
+def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
+    """Delete the oldest entries of a compilation cache folder until it holds at most
+    ``keep_bytes`` (entries of programs no chapter compiles any more pile up)."""
+    if not folder.is_dir():
+        return
+    entries = sorted(
+        (p.stat().st_mtime, p.stat().st_size, p) for p in folder.rglob("*") if p.is_file()
+    )
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in entries:
+        if total <= keep_bytes:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
+def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, str]:
+    """What :data:`KERNEL_ENV` a notebook's kernel gets: all of it, with the
+    compilation cache in a folder of the chapter's own (two chapters executing at once
+    never write or read one entry at the same moment: JAX writes entries in place), or
+    none of the cache if the notebook's code looks at compilation
+    (:data:`CACHE_OFF`) or the chapter is not known."""
+    code = "\n".join(
+        c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code"
+    )
+    env = dict(KERNEL_ENV)
+    if CACHE_OFF.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
+        return {k: v for k, v in env.items() if k not in compilation_cache_env(Path())}
+    if "JAX_COMPILATION_CACHE_DIR" in env and chapter:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
+    return env
+
+
+class BuildKernelManager(AsyncKernelManager):
+    """A kernel manager for the build's kernels: IPC sockets (and the connection file) in
+    a fresh private folder, removed when the kernel shuts down, and extra environment
+    variables (:attr:`extra_env`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.extra_env: dict[str, str] = {}
+        self.socket_dir = tempfile.mkdtemp(prefix="jaxguide-kernel-")
+        self.transport = "ipc"
+        self.ip = os.path.join(self.socket_dir, "k")
+        self.connection_file = os.path.join(self.socket_dir, "kernel.json")
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
+        if self.extra_env:
+            kw["env"] = {**(kw.get("env") or os.environ), **self.extra_env}
+        return await super()._async_pre_start_kernel(**kw)
+
+    pre_start_kernel = _async_pre_start_kernel
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    cleanup_resources = _async_cleanup_resources
+
+
+def kernel_settings(app: Sphinx, config: Config) -> None:
+    """``config-inited``: the environment of the build's kernels (:data:`KERNEL_ENV`), with
+    the compilation cache in this build's own output folder (``jaxguide_compilation_cache``)."""
+    KERNEL_ENV.clear()
+    # A claim that does not hold (jaxguide.claim) stops the build at its cell; in Colab it
+    # prints what differs and carries on.
+    KERNEL_ENV["JAXGUIDE_STRICT_CLAIMS"] = "1"
+    if config.jaxguide_compilation_cache:
+        folder = Path(app.outdir).parent / ".jax_cache"
+        trim_cache(folder)
+        KERNEL_ENV.update(compilation_cache_env(folder))
