@@ -4,6 +4,7 @@ import json
 import os
 from types import SimpleNamespace
 
+import bookcheck
 from bookcheck import (
     Raised,
     errors,
@@ -127,7 +128,7 @@ def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
             parsed.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(bs4, "BeautifulSoup", Counted)
+    monkeypatch.setattr(bookcheck, "BeautifulSoup", Counted)
     assert page_text(book, "ch") == "one two" and page_text(book, "ch") == "one two"
     assert [img["src"] for img in images(book, "ch")] == ["a.png"]
     assert len(parsed) == 1

@@ -111,7 +111,8 @@ def test_ring_bytes_against_formula_and_all_gather(g):
 def test_overlap_inequality_numbers(g):
     # The block's two matmuls (4 B c^2 N H FLOPs, counted by hand in the chapter) are
     # most of what XLA's cost analysis counts for it; the rest is the softmax.
-    assert 1 / 1.15 < g["matmul_share"] <= 1
+    share = g["matmul_share"]  # glued as the prose shows it, a percentage
+    assert share.endswith("%") and 87 <= int(share[:-1]) <= 100, share
     # published figures: one ICI link of a v5e; all 18 NVLinks of an H100, one way
     chips = {"TPU v5e": (1.97e14, 4.5e10), "H100 (NVLink)": (9.89e14, 18 * 2.5e10)}
     v5e, h100 = (f / w for f, w in chips.values())
