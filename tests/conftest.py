@@ -66,10 +66,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 #: How much lower the tests' own CPU priority is than the book build's (os.nice, from the
 #: moment the build starts): the build, which every book test waits for, keeps both
-#: cores, and the tests that need no book fill the time it leaves. A process cannot raise
-#: its priority again, so the rest of the session (the browser checks, the notebooks'
-#: run from a wheel, which inherits it) runs at this one: what runs at once after the
-#: build shares the cores as before, and the ``idle`` tests run alone.
+#: cores, and the tests that need no book fill the time it leaves. Linux keeps a niceness
+#: per thread: this lowers the thread that runs the tests and what it starts afterwards
+#: (Chromium, the small builds of the tools' tests). The build's process and the thread of
+#: the notebooks' run from a wheel, both started before, keep the normal priority, and
+#: with it the wheel run's kernels. A thread cannot raise its priority again: the tests
+#: keep the lower one to the end of the session (the ``idle`` tests run alone anyway).
 TESTS_NICENESS = 5
 
 
