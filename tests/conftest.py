@@ -20,12 +20,6 @@ jax.config.update("jax_num_cpu_devices", 8)
 import wheelrun
 from bookbuild import BookBuild
 from bookcheck import ROOT, suite_order, unmarked_book_tests
-from jaxguide_build import toc  # the toc as Jupyter Book reads it
-
-
-def chapters() -> list[str]:
-    """Every page named in _toc.yml (the root and all chapters), in reading order."""
-    return toc.pages()
 
 
 class BuiltBook:
