@@ -26,6 +26,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import html
+import importlib.metadata
 import json
 import keyword
 import re
@@ -298,10 +299,7 @@ def write_records(records: list[Section], table: dict[str, list[str]], out: Path
         )
     # The search page knows a result by its Pagefind id (its fragment's name) before it
     # loads the result's data: the answers table is written with those ids.
-    ids = {}
-    for fragment in (out / "fragment").glob("*.pf_fragment"):
-        data = gzip.decompress(fragment.read_bytes()).removeprefix(b"pagefind_dcd")
-        ids[json.loads(data)["meta"]["url"]] = fragment.name.split(".")[0]
+    ids = {url: fragment.name.split(".")[0] for fragment, url in fragment_urls(out)}
     by_id = {
         ids[q]: [ids[t] for t in targets if t in ids]
         for q, targets in answers(records).items()
@@ -310,6 +308,31 @@ def write_records(records: list[Section], table: dict[str, list[str]], out: Path
     tables = {"aliases": table, "negated": negated(records), "answers": by_id}
     write_atomic(out / ALIASES, json.dumps(tables, sort_keys=True).encode())
     return count
+
+
+#: The Pagefind release whose fragment files :func:`fragment_urls` was written for: their
+#: layout is not a documented interface.
+FRAGMENTS_TESTED = "1.5."
+
+
+def fragment_urls(out: Path, release: str | None = None) -> list[tuple[Path, str]]:
+    """Each fragment file of the Pagefind index in ``out`` with its record's url (gzip, a
+    ``pagefind_dcd`` signature, then JSON with the metadata). On a release of Pagefind
+    other than :data:`FRAGMENTS_TESTED` (``release``: the installed one by default), a
+    RuntimeError says what to re-check instead of reading a layout that may have changed."""
+    release = release or importlib.metadata.version("pagefind_bin")
+    if not release.startswith(FRAGMENTS_TESTED):
+        raise RuntimeError(
+            f"jaxguide_build.site: Pagefind {release} is installed; the search page's answers "
+            f"table reads the fragment files of Pagefind {FRAGMENTS_TESTED}x. Check that "
+            "pagefind/fragment/*.pf_fragment are still gzip files of 'pagefind_dcd' and JSON "
+            "with meta.url, then update FRAGMENTS_TESTED in tools/jaxguide_build/site/search.py."
+        )
+    found = []
+    for fragment in sorted((out / "fragment").glob("*.pf_fragment")):
+        data = gzip.decompress(fragment.read_bytes()).removeprefix(b"pagefind_dcd")
+        found.append((fragment, json.loads(data)["meta"]["url"]))
+    return found
 
 
 def search_scripts(text: str, page: Path) -> str:
