@@ -17,23 +17,31 @@ PORT ?= 8000
 
 .PHONY: env book test unit lint format serve clean notebooks browser-deps lighthouse-deps
 
+# uv itself, in a folder of its own (pip's --target: no virtual environment to create).
 $(UV):
-	$(PYTHON) -m venv $(TOOLS)
-	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) "uv==$(UV_VERSION)"
 
-# --compile-bytecode: every build imports Sphinx and every chapter's kernel imports JAX;
-# where PYTHONDONTWRITEBYTECODE is set (CI, some sandboxes) each would compile those
-# sources again (about 3 s of CPU per build and per kernel; CONTRIBUTING.md, "Build times").
 $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
-	$(UV) sync --locked --compile-bytecode --python $(PYTHON)
+	$(UV) sync --locked --python $(PYTHON)
 	touch $@
 
-env: $(VENV)/.synced
+# The environment's bytecode: every build imports Sphinx and every chapter's kernel
+# imports JAX; where PYTHONDONTWRITEBYTECODE is set (CI, some sandboxes) each would
+# compile those sources again (about 3 s of CPU per build and per kernel;
+# CONTRIBUTING.md, "Build times"). A step of its own so that make test runs it beside lint.
+$(VENV)/.compiled: $(VENV)/.synced
+	$(VENV)/bin/python -m compileall -q -j0 $(VENV)/lib/python3.11/site-packages >/dev/null || true
+	touch $@
+
+env: $(VENV)/.compiled
 
 book: env
 	$(VENV)/bin/jupyter-book build book/
 
-test: lint browser-deps lighthouse-deps
+# The checks before the tests run side by side (-j): lint, the browser's dependencies and
+# the environment's bytecode each keep one process busy, and this machine has two cores.
+test: $(VENV)/.synced
+	@$(MAKE) --no-print-directory -j4 lint browser-deps lighthouse-deps $(VENV)/.compiled
 	$(VENV)/bin/python -m pytest
 
 # Every test not marked book or browser (pyproject.toml, [tool.pytest.ini_options]);
@@ -53,7 +61,7 @@ unit: env
 
 # ruff (lint and format check) over the Python sources, mypy over the package, the
 # build tooling in tools/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).
-lint: env
+lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check src tests tools bench
 	$(VENV)/bin/ruff format --check src tests tools bench
 	$(VENV)/bin/mypy
