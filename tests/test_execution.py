@@ -236,7 +236,6 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatc
     assert kernels.notebook_env(plain) == {"OTHER": "1"}
     for shows in (
         "t.first_call_s",
-        "jax.log_compiles(True)",
         "jax.explain_cache_misses(True)",
         "jax.monitoring.register_event_duration_secs_listener(f)",
         '[e for e in events if e.name == "backend_compile_and_load"]',
@@ -247,6 +246,25 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatc
     # Markdown that mentions it does not count: only code does.
     md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
     assert "JAX_COMPILATION_CACHE_DIR" in kernels.notebook_env(md, "ch")
+
+
+def test_a_chapter_that_counts_compile_logs_starts_from_an_empty_cache(monkeypatch, tmp_path):
+    from jaxguide_build import kernels
+
+    monkeypatch.setattr(kernels, "KERNEL_ENV", kernels.compilation_cache_env(tmp_path))
+    cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
+    for chapter in ("counts", "plain"):
+        (tmp_path / chapter).mkdir()
+        (tmp_path / chapter / "jit_f-0-cache").write_bytes(b"entry of an earlier build")
+    counts = {"cells": [cell("with jax.log_compiles(True):\n    f(x)")]}
+    env = kernels.notebook_env(counts, "counts")
+    assert env["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "counts")
+    assert not (tmp_path / "counts").exists()  # emptied: every program compiles
+    kernels.notebook_env({"cells": [cell("f(x)")]}, "plain")
+    assert (tmp_path / "plain" / "jit_f-0-cache").exists()  # kept: read back
+    # Counting logs and looking at compilation otherwise: no cache at all.
+    both = {"cells": [cell("jax.log_compiles(True)"), cell("jax.explain_cache_misses(True)")]}
+    assert "JAX_COMPILATION_CACHE_DIR" not in kernels.notebook_env(both, "counts")
 
 
 def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):

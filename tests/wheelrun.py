@@ -100,8 +100,8 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     filled for its chapter, as the build's own re-executions do: the same programs are
     not compiled twice, and nothing else changes (a cached program is the program XLA
     would compile). Notebooks whose code reads compilation itself (compile times,
-    compile logs, ``jax.distributed``: ``CACHE_OFF`` in tools/jaxguide_build/kernels.py)
-    compile from scratch, as in the build. Executing after the build rather than beside
+    explained cache misses, ``jax.distributed``: ``CACHE_OFF`` in
+    tools/jaxguide_build/kernels.py) compile from scratch, as in the build. Executing after the build rather than beside
     it also keeps four kernels off this 2-core machine's two cores."""
 
     python = wheel_environment(tmp)

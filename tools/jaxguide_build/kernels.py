@@ -8,7 +8,8 @@ kernels get :data:`KERNEL_ENV` (:func:`kernel_settings`): strict claims, and JAX
 persistent compilation cache in a folder of the chapter's own under the build's
 ``_build/.jax_cache``, through their environment only (the chapters do not mention it,
 so a Colab reader never has it). A chapter whose code looks at compilation itself, or
-runs several JAX processes at once (:data:`CACHE_OFF`), runs without the cache
+runs several JAX processes at once (:data:`CACHE_OFF`), runs without the cache; one
+that counts compile log lines (:data:`CACHE_FRESH`) starts from an empty one
 (:func:`notebook_env`).
 """
 
@@ -31,9 +32,18 @@ from sphinx.config import Config
 #: several JAX processes at once (``jax.distributed``): JAX writes a cache entry in
 #: place, and a process reading it at that moment would warn in the output.
 CACHE_OFF = re.compile(
-    r"first_call|log_compiles|explain_cache_misses|jax\.monitoring|compilation_cache|backend_compile"
+    r"first_call|explain_cache_misses|jax\.monitoring|compilation_cache|backend_compile"
     r"|jax\.distributed"
 )
+
+#: Code that counts JAX's compile log lines (``jax.log_compiles``) and shows no compile
+#: time but the first step's (``train.fit``): JAX logs "Compiling ..." when it lowers a
+#: program, before it looks in the persistent cache, so the cache changes no line such
+#: code counts. Such a chapter gets the cache in a folder emptied before each of its
+#: executions in the build (:func:`notebook_env`): every program is compiled there, as in
+#: a reader's kernel (one compiled twice is read back the second time, which changes no
+#: count), and the notebooks' run from a wheel (tests/wheelrun.py) reads them back.
+CACHE_FRESH = re.compile(r"log_compiles")
 
 
 #: Environment the build adds to its kernels (set by :func:`kernel_settings`).
@@ -85,7 +95,8 @@ def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, st
     compilation cache in a folder of the chapter's own (two chapters executing at once
     never write or read one entry at the same moment: JAX writes entries in place), or
     none of the cache if the notebook's code looks at compilation
-    (:data:`CACHE_OFF`) or the chapter is not known."""
+    (:data:`CACHE_OFF`) or the chapter is not known. The folder of a chapter whose code
+    matches :data:`CACHE_FRESH` is emptied here, before its kernel starts."""
     code = "\n".join(
         c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code"
     )
@@ -93,7 +104,10 @@ def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, st
     if CACHE_OFF.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
         return {k: v for k, v in env.items() if k not in compilation_cache_env(Path())}
     if "JAX_COMPILATION_CACHE_DIR" in env and chapter:
-        env["JAX_COMPILATION_CACHE_DIR"] = str(Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter)
+        folder = Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter
+        if CACHE_FRESH.search(code):
+            shutil.rmtree(folder, ignore_errors=True)
+        env["JAX_COMPILATION_CACHE_DIR"] = str(folder)
     return env
 
 
