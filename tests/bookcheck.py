@@ -155,7 +155,9 @@ def suite_order(items: list) -> list:
     background meanwhile, two at a time, so the tests that read its result come after
     those. The tests marked ``idle`` (Lighthouse: its mobile simulation scales the
     main-thread time it observes, so a busy machine scores a fast page low) come last,
-    when nothing else runs. Within each group the order is pytest's."""
+    when nothing else runs. Within each group the order is pytest's, but for the tests
+    marked ``background``, which come at the group's end: they read a result computed in
+    the background meanwhile (test_browser.py's pages)."""
 
     def group(item: Any) -> int:
         names = getattr(item, "fixturenames", ())
@@ -165,7 +167,10 @@ def suite_order(items: list) -> list:
             return 2
         return int(any(f in names for f in BOOK_FIXTURES))
 
-    return sorted(items, key=group)
+    def last(item: Any) -> bool:
+        return item.get_closest_marker("background") is not None
+
+    return sorted(items, key=lambda item: (group(item), last(item)))
 
 
 def _stamp(path: Path | str) -> tuple[str, int, int]:
@@ -307,6 +312,12 @@ def _page_text(stamp: tuple[str, int, int]) -> str:
     return " ".join(_soup(stamp).get_text(" ").split())
 
 
+def soup(book: Built, chapter: str) -> BeautifulSoup:
+    """A chapter's page, parsed once per build (every caller shares it: read it, do not
+    change it)."""
+    return _soup(_stamp(book.html / f"{chapter}.html"))
+
+
 def page_text(book: Built, chapter: str) -> str:
     """The text a reader sees on a chapter's page, its whitespace collapsed."""
     return _page_text(_stamp(book.html / f"{chapter}.html"))
@@ -315,7 +326,7 @@ def page_text(book: Built, chapter: str) -> str:
 def images(book: Built, chapter: str) -> list[Tag]:
     """The images of a chapter's cell outputs (BeautifulSoup tags: read them, do not
     change them, as every caller shares them)."""
-    return _soup(_stamp(book.html / f"{chapter}.html")).select("div.cell_output img")
+    return soup(book, chapter).select("div.cell_output img")
 
 
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}

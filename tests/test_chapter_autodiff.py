@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+import bookcheck
 from bookcheck import VERDICT, errors, glued, page_text
 
 pytestmark = pytest.mark.book
@@ -34,9 +35,8 @@ def test_autodiff_values(book):
 
 
 def test_autodiff_cross_references_and_math(book):
-    from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(book.page("autodiff"), "html.parser")
+    soup = bookcheck.soup(book, "autodiff")
     hrefs = {a.get("href", "").split("#")[0] for a in soup.select("a.reference")}
     for chapter in ("pytrees", "control_flow", "debugging"):
         assert f"{chapter}.html" in hrefs, chapter

@@ -8,6 +8,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
+import bookcheck
 from bookcheck import errors, glued, load, output_text, page_text
 
 pytestmark = pytest.mark.book
@@ -63,7 +64,7 @@ def cells(book):
 
 
 def table(book) -> dict[str, str]:
-    soup = BeautifulSoup(book.page("migration"), "html.parser")
+    soup = bookcheck.soup(book, "migration")
     rows = {}
     for tr in soup.select("table tbody tr"):
         tds = tr.find_all("td")
@@ -224,7 +225,7 @@ def test_linen_side_looks_like_old_code(book):
 
 
 def test_change_log_column(book):
-    soup = BeautifulSoup(book.page("migration"), "html.parser")
+    soup = bookcheck.soup(book, "migration")
     head = [th.get_text() for th in soup.select("table thead th")]
     assert head[:3] == ["Old", "Today", "Status of the old API"] and "Change log" in head[3]
     versions = {

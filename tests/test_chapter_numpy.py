@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 import pytest
-from bs4 import BeautifulSoup
 
+import bookcheck
 from bookcheck import VERDICT, errors, glued, page_text, seconds
 
 pytestmark = pytest.mark.book
@@ -231,7 +231,7 @@ def test_small_arrays(book):
 
 def test_page_shape(book):
     g = glued(book, "numpy")
-    soup = BeautifulSoup(book.page("numpy"), "html.parser")
+    soup = bookcheck.soup(book, "numpy")
     text = soup.get_text(" ")
     # The machine the timings name: 8 simulated CPU devices on this build.
     assert g["setup_platform"].startswith("8 simulated CPU devices, JAX ")
@@ -305,7 +305,7 @@ def test_out_of_bounds_modes_and_links(book):
     }
     assert g["gather_read"] == [4.0]
     assert "a promise to the compiler that every index is valid" in text
-    soup = BeautifulSoup(book.page("numpy"), "html.parser")
+    soup = bookcheck.soup(book, "numpy")
     hrefs = [a.get("href", "") for a in soup.select("a")]
     assert any(h.startswith("debugging.html") for h in hrefs)  # checkify
 

@@ -10,8 +10,8 @@ import json
 import re
 
 import pytest
-from bs4 import BeautifulSoup
 
+import bookcheck
 from bookcheck import cell_output, glued, images, page_text
 from jaxguide.compiled import format_bytes
 
@@ -30,7 +30,7 @@ BIAS_BYTES = sum(SIZES[1:]) * 4
 
 
 def test_the_download_is_the_profiled_trace(book):
-    soup = BeautifulSoup(book.page(CH), "html.parser")
+    soup = bookcheck.soup(book, CH)
     links = soup.select("a[download]")
     assert len(links) == 1
     href = links[0]["href"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bs4 import BeautifulSoup
 
+import bookcheck
 from bookcheck import errors, glued, load
 
 pytestmark = pytest.mark.book
@@ -23,7 +23,7 @@ def test_random_distributions(book, g):
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
     assert float(g["largest_z"]) < 4
     assert float(g["xy_corr"]) == pytest.approx(0.8, abs=0.03)
-    soup = BeautifulSoup(book.page("random"), "html.parser")
+    soup = bookcheck.soup(book, "random")
     assert len(soup.select("div.cell_output img")) >= 1
 
 
@@ -50,7 +50,7 @@ def test_random_key_reuse_checker(book, g):
     assert after.rstrip().endswith('jax.config.update("jax_debug_key_reuse", False)')
     assert g["checker_off_again"] is False
     # The checker in compiled code is in the debugging chapter: linked.
-    soup = BeautifulSoup(book.page("random"), "html.parser")
+    soup = bookcheck.soup(book, "random")
     hrefs = {a.get("href", "").split("#")[0] for a in soup.select("a.reference")}
     assert "debugging.html" in hrefs
 

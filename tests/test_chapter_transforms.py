@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+import bookcheck
 from bookcheck import VERDICT, errors, glued, page_text, seconds
 
 
@@ -149,9 +150,8 @@ def test_python_runs_eager_vs_jit(book):
 
 
 def test_cross_references(book):
-    from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(book.page("transforms"), "html.parser")
+    soup = bookcheck.soup(book, "transforms")
     hrefs = [a.get("href", "") for a in soup.select("a")]
     for chapter in ("pytrees", "control_flow", "debugging"):
         assert any(h.startswith(f"{chapter}.html") for h in hrefs), chapter

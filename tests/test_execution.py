@@ -203,7 +203,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     monkeypatch.setattr(patches, "EXECUTING", "chapter")
     code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
     seen = []
-    for extra in ("", "# jax.log_compiles shows compilations"):
+    for extra in ("", "# jax.explain_cache_misses shows cache misses"):
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code + "\n" + extra)])
         client = NotebookClient(nb, kernel_name="python3", timeout=120)
         with client.setup_kernel():

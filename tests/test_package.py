@@ -96,3 +96,25 @@ def test_public_functions_are_typed_and_documented(name):
     assert all(k in doc for k in needed), f"{name}: docstring lacks {needed}"
     # A runnable example, in the function's docstring or its module's.
     assert ">>>" in doc or ">>>" in (inspect.getmodule(fn).__doc__ or ""), f"{name}: no example"
+
+
+def test_a_wrong_type_is_reported_in_one_form():
+    from jaxguide import _checks
+
+    err = _checks.wrong_type("f", "x", [1], "an array", "pass jnp.asarray(x)")
+    assert isinstance(err, TypeError)
+    assert str(err) == "f(x=...): x must be an array, got list; pass jnp.asarray(x)."
+    assert (
+        str(_checks.wrong_type("f", "x", None, "a str"))
+        == "f(x=...): x must be a str, got NoneType."
+    )
+    assert _checks.instance("f", "x", "a", str, what="a str") == "a"
+    with pytest.raises(TypeError, match=r"^f\(x=\.\.\.\): x must be a dict, got int\.$"):
+        _checks.instance("f", "x", 1, dict, what="a dict")
+    # The package's own checks use it: the messages name the function and the argument.
+    import jaxguide.jaxlogs
+
+    with pytest.raises(
+        TypeError, match=r"^scrub\(message=\.\.\.\): message must be a str, got int\.$"
+    ):
+        jaxguide.jaxlogs.scrub(3)  # type: ignore[arg-type]

@@ -135,10 +135,27 @@ def string(fn: str, name: str, value: object, *, example: str = "'x'") -> str:
     return value
 
 
+def wrong_type(fn: str, name: str, value: object, what: str, fix: str = "") -> TypeError:
+    """The error for an argument of the wrong type, in the package's one form:
+    ``fn(name=...): name must be <what>, got <type>[; <fix>].`` Raise it where the test
+    is more than an ``isinstance`` (:func:`instance`), e.g. ``hasattr(x, "shape")``."""
+    hint = f"; {fix}" if fix else ""
+    return TypeError(f"{fn}({name}=...): {name} must be {what}, got {type(value).__name__}{hint}.")
+
+
+def instance(
+    fn: str, name: str, value: object, types: type | tuple[type, ...], *, what: str, fix: str = ""
+) -> Any:
+    """``value``, which must be an instance of ``types`` (:func:`wrong_type` otherwise)."""
+    if not isinstance(value, types):
+        raise wrong_type(fn, name, value, what, fix)
+    return value
+
+
 def function(fn: str, name: str, value: T, *, what: str = "a function") -> T:
     """``value``, which must be callable; ``what`` says which signature is expected."""
     if not callable(value):
-        raise TypeError(f"{fn}({name}=...): {name} must be {what}, got {type(value).__name__}.")
+        raise wrong_type(fn, name, value, what)
     return value
 
 

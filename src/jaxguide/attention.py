@@ -125,7 +125,7 @@ def _order(fn: str, x: Any, n_devices: int, layout: str, axis: int) -> tuple[np.
     _checks.one_of(fn, "layout", layout, LAYOUTS)
     ndim = getattr(x, "ndim", None)
     if ndim is None:
-        raise TypeError(f"{fn}(x=...): x must be an array, got {type(x).__name__}.")
+        raise _checks.wrong_type(fn, "x", x, "an array")
     if isinstance(axis, bool) or not isinstance(axis, int) or not -ndim <= axis < ndim:
         raise ValueError(f"{fn}(axis={axis!r}): axis must be an int in [{-ndim}, {ndim}).")
     axis %= ndim

@@ -58,8 +58,7 @@ def scrub(message: str) -> str:
         >>> scrub("Finished tracing f for jit in 0.0012 sec")
         'Finished tracing f for jit in <t> sec'
     """
-    if not isinstance(message, str):
-        raise TypeError(f"scrub(message=...): message must be a str, got {type(message).__name__}.")
+    _checks.instance("scrub", "message", message, str, what="a str")
     for pattern, replacement in _SUBS:
         message = pattern.sub(replacement, message)
     return message

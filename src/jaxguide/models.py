@@ -82,9 +82,8 @@ def _affine(fn: str, params: object, x: ArrayLike) -> jax.Array:
     import jax.numpy as jnp
 
     if not (isinstance(params, Mapping) and {"w", "b"} <= params.keys()):
-        raise TypeError(
-            f"{fn}(params=...): params must be a dict with keys 'w' and 'b', as made by "
-            f"init_linear, got {type(params).__name__}."
+        raise _checks.wrong_type(
+            fn, "params", params, "a dict with keys 'w' and 'b', as made by init_linear"
         )
     x = jnp.asarray(x)
     _check_features(fn, params["w"], x)

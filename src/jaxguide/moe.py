@@ -104,7 +104,7 @@ def _matrix(fn: str, name: str, value: object, *, integer: bool) -> jax.Array:
     import jax.numpy as jnp
 
     if not hasattr(value, "shape") or not hasattr(value, "dtype"):
-        raise TypeError(f"{fn}({name}=...): {name} must be an array, got {type(value).__name__}.")
+        raise _checks.wrong_type(fn, name, value, "an array")
     array = jnp.asarray(value)
     kind = "integer" if integer else "floating-point"
     ok = jnp.issubdtype(array.dtype, jnp.integer if integer else jnp.floating)

@@ -149,9 +149,12 @@ def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T
             f"got {type(fmt).__name__}."
         )
     if not _is_bool(holds):
-        raise TypeError(
-            f"claim(holds=...): holds must be a bool, got {type(holds).__name__}; "
-            "pass bool(...) of the condition (for a JAX array, bool(jnp.all(...)))."
+        raise _checks.wrong_type(
+            "claim",
+            "holds",
+            holds,
+            "a bool",
+            "pass bool(...) of the condition (for a JAX array, bool(jnp.all(...)))",
         )
     try:
         shown: object = format(value, fmt) if fmt else value

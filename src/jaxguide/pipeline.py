@@ -254,9 +254,12 @@ def plot_schedule(
     from matplotlib.patches import Rectangle
 
     if not isinstance(schedule, Schedule):
-        raise TypeError(
-            "plot_schedule(schedule=...): schedule must be a jaxguide.pipeline.Schedule, "
-            f"got {type(schedule).__name__}; make one with gpipe_schedule(stages, microbatches)."
+        raise _checks.wrong_type(
+            "plot_schedule",
+            "schedule",
+            schedule,
+            "a jaxguide.pipeline.Schedule",
+            "make one with gpipe_schedule(stages, microbatches)",
         )
     backward = _checks.boolean("plot_schedule", "backward", backward)
     w = _checks.real("plot_schedule", "step_time", step_time, minimum=0.0, exclusive=True)
@@ -330,9 +333,12 @@ def permute_pairs(hlo: str) -> list[tuple[tuple[int, int], ...]]:
         [((0, 1), (1, 2))]
     """
     if not isinstance(hlo, str):
-        raise TypeError(
-            f"permute_pairs(hlo=...): hlo must be the program's HLO text (a str), "
-            f"got {type(hlo).__name__}; pass jaxguide.compiled.analyze(f, ...).hlo."
+        raise _checks.wrong_type(
+            "permute_pairs",
+            "hlo",
+            hlo,
+            "the program's HLO text (a str)",
+            "pass jaxguide.compiled.analyze(f, ...).hlo",
         )
     from jaxguide import compiled
 

@@ -77,9 +77,8 @@ class Block:
 
 def _as_array(arr: object, fn: str) -> Any:
     if not hasattr(arr, "addressable_shards"):
-        raise TypeError(
-            f"{fn}(arr=...): arr must be a jax.Array, got {type(arr).__name__}; "
-            "use jnp.asarray or jax.device_put first."
+        raise _checks.wrong_type(
+            fn, "arr", arr, "a jax.Array", "use jnp.asarray or jax.device_put first"
         )
     return arr
 

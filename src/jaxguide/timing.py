@@ -251,12 +251,14 @@ def benchmark_interleaved(
     import jax
 
     fn = "benchmark_interleaved"
-    if not isinstance(cases, Mapping):
-        raise TypeError(
-            f"{fn}(cases=...): cases must be a dict of names to functions of no "
-            f"arguments, got {type(cases).__name__}; pass e.g. "
-            "{'numpy': lambda: np.sin(x)}."
-        )
+    _checks.instance(
+        fn,
+        "cases",
+        cases,
+        Mapping,
+        what="a dict of names to functions of no arguments",
+        fix="pass e.g. {'numpy': lambda: np.sin(x)}",
+    )
     if not cases:
         raise ValueError(f"{fn}(cases={{}}): give at least one case to time.")
     for name, case in cases.items():
