@@ -17,6 +17,7 @@ import functools
 import gzip
 import http.server
 import io
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -86,12 +87,19 @@ class GzipHandler(http.server.SimpleHTTPRequestHandler):
         return io.BytesIO(body)
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    """A browser that closes a page while a response is on its way (a test moving on,
+    a reader clicking a link) is no error of the server's: it is not reported."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 def serve(directory: Path, port: int = 0) -> tuple[str, http.server.ThreadingHTTPServer]:
     """Serve ``directory`` on 127.0.0.1 (``port``, or a free one) from a daemon thread;
     returns ``(base_url, server)``; stop it with ``server.shutdown()``."""
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", port), functools.partial(GzipHandler, directory=str(directory))
-    )
+    server = _Server(("127.0.0.1", port), functools.partial(GzipHandler, directory=str(directory)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/", server
 
