@@ -155,9 +155,7 @@ def suite_order(items: list) -> list:
     background meanwhile, two at a time, so the tests that read its result come after
     those. The tests marked ``idle`` (Lighthouse: its mobile simulation scales the
     main-thread time it observes, so a busy machine scores a fast page low) come last,
-    when nothing else runs. Within each group the order is pytest's, but for the tests
-    marked ``background``, which come at the group's end: they read a result computed in
-    the background meanwhile (test_browser.py's pages)."""
+    when nothing else runs. Within each group the order is pytest's."""
 
     def group(item: Any) -> int:
         names = getattr(item, "fixturenames", ())
@@ -167,10 +165,7 @@ def suite_order(items: list) -> list:
             return 2
         return int(any(f in names for f in BOOK_FIXTURES))
 
-    def last(item: Any) -> bool:
-        return item.get_closest_marker("background") is not None
-
-    return sorted(items, key=lambda item: (group(item), last(item)))
+    return sorted(items, key=group)
 
 
 def _stamp(path: Path | str) -> tuple[str, int, int]:

@@ -171,15 +171,14 @@ def test_errors_are_the_ones_the_notebook_shows(tmp_path):
 
 def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idle_last():
     class Item:
-        def __init__(self, nodeid, fixtures, marker=None):
-            self.nodeid, self.fixturenames, self.marker = nodeid, fixtures, marker
+        def __init__(self, nodeid, fixtures, idle=False):
+            self.nodeid, self.fixturenames, self.idle = nodeid, fixtures, idle
 
         def get_closest_marker(self, name):
-            return object() if name == self.marker else None
+            return object() if self.idle and name == "idle" else None
 
     items = [
-        Item("lighthouse", ["book"], "idle"),
-        Item("page results", ["_pages_in_the_background", "site", "book"], "background"),
+        Item("lighthouse", ["book"], idle=True),
         Item("reproducible", ["book", "wheel_notebooks"]),
         Item("page", ["book"]),
         Item("unit", ["tmp_path"]),
@@ -187,12 +186,4 @@ def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idl
         Item("browser", ["site", "browser", "book"]),
     ]
     order = [i.nodeid for i in suite_order(items)]
-    assert order == [
-        "unit",
-        "page",
-        "browser",
-        "page results",
-        "reproducible",
-        "notebooks",
-        "lighthouse",
-    ]
+    assert order == ["unit", "page", "browser", "reproducible", "notebooks", "lighthouse"]

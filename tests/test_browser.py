@@ -21,15 +21,12 @@ written to ``_build/test-output/browser/``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import gzip
 import importlib.util
 import json
-import queue
 import statistics
 import sys
-import threading
 import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -428,66 +425,18 @@ def page_problems(
     return problems, size
 
 
-# The pages' checks run in the background, several at a time (most of a check is the
-# browser waiting: loading, the network falling idle), from this module's first test on,
-# while the other tests run; each test_page_in_the_browser reads its page's result, and
-# runs last among the tests of the built book (``background``: bookcheck.suite_order).
-PAGE_WORKERS = 3
-_PAGE_CHECKS: dict[str, concurrent.futures.Future] = {}
-
-
-def _check_pages(base: str, html: Path, names: queue.SimpleQueue) -> None:
-    """One worker: its own Playwright and Chromium (they belong to the thread that
-    started them), checking pages from ``names`` until none is left."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chrome = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            while True:
-                try:
-                    name = names.get_nowait()
-                except queue.Empty:
-                    return
-                future = _PAGE_CHECKS[name]
-                try:
-                    metrics: dict = {}
-                    problems, size = page_problems(
-                        chrome,
-                        base,
-                        html,
-                        name,
-                        chapter=name in CHAPTERS,
-                        metrics=metrics,
-                        code_colours=name in code_colour_pages(html),
-                    )
-                    future.set_result((problems, size, metrics))
-                except BaseException as err:  # reported by the page's own test
-                    future.set_exception(err)
-        finally:
-            chrome.close()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _pages_in_the_background(browser, site, book):
-    """Start the pages' checks at this module's first test (``browser`` first: it fails
-    clearly where there is no Chromium)."""
-    if not _PAGE_CHECKS:
-        names: queue.SimpleQueue = queue.SimpleQueue()
-        for name in PAGES:
-            _PAGE_CHECKS[name] = concurrent.futures.Future()
-            names.put(name)
-        for _ in range(PAGE_WORKERS):
-            threading.Thread(
-                target=_check_pages, args=(site, book.html, names), daemon=True
-            ).start()
-    yield
-
-
-@pytest.mark.background
 @pytest.mark.parametrize("name", PAGES)
-def test_page_in_the_browser(name):
-    problems, size, metrics = _PAGE_CHECKS[name].result(timeout=600)
+def test_page_in_the_browser(browser, site, book, name):
+    metrics: dict = {}
+    problems, size = page_problems(
+        browser,
+        site,
+        book.html,
+        name,
+        chapter=name in CHAPTERS,
+        metrics=metrics,
+        code_colours=name in code_colour_pages(book.html),
+    )
     _VISITS.setdefault(name, {}).update(bytes=size, metrics=metrics)
     assert problems == []
 
