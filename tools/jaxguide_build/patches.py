@@ -135,9 +135,15 @@ _create_kernel_manager = NotebookClient.create_kernel_manager
 def create_kernel_manager(self: NotebookClient) -> KernelManager:
     """``NotebookClient.create_kernel_manager`` for the build: a
     :class:`~jaxguide_build.kernels.BuildKernelManager` (where nothing else was asked
-    for), with the notebook's environment (:func:`~jaxguide_build.kernels.notebook_env`)."""
+    for), with the notebook's environment (:func:`~jaxguide_build.kernels.notebook_env`).
+
+    The kernel is stopped at once when its chapter ends (``shutdown_kernel="immediate"``):
+    every output has arrived by then, and ipykernel's graceful shutdown can race with its
+    own output thread and print a ``ZMQError: Socket operation on non-socket`` traceback
+    into the build's log (seen in CI with two chapters in parallel, one failing)."""
     from .kernels import BuildKernelManager, notebook_env
 
+    self.shutdown_kernel = "immediate"
     if self.kernel_manager_class is AsyncKernelManager:
         self.kernel_manager_class = BuildKernelManager
     km = _create_kernel_manager(self)
