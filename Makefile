@@ -1,6 +1,6 @@
 # jaxguide: two commands on a fresh machine with Python 3.11, pip and make.
 #   make book   build the HTML book into _build/html (executes every chapter)
-#   make test   run the test suite: lint and type check (make lint), unit tests, a strict
+#   make test   run the test suite: lint and type check (as make lint), unit tests, a strict
 #               build of the whole book, and the built site checked in headless Chromium
 # Both create the environment from uv.lock first (in .venv, with uv in .tools).
 # While working on the code:
@@ -15,7 +15,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test unit lint format serve clean notebooks browser-deps lighthouse-deps
+.PHONY: env book test unit lint ruff format serve clean notebooks browser-deps lighthouse-deps
 
 # uv itself, in a folder of its own (pip's --target: no virtual environment to create).
 $(UV):
@@ -38,11 +38,18 @@ env: $(VENV)/.compiled
 book: env
 	$(VENV)/bin/jupyter-book build book/
 
-# The checks before the tests run side by side (-j): lint, the browser's dependencies and
-# the environment's bytecode each keep one process busy, and this machine has two cores.
+# ruff, the browser's dependencies and the environment's bytecode run side by side (-j)
+# before the tests; the type check (mypy, about 40 s of one core) runs beside them, at a
+# lower priority than the book build, and its report follows pytest's. Either failing
+# fails make test.
 test: $(VENV)/.synced
-	@$(MAKE) --no-print-directory -j4 lint browser-deps lighthouse-deps $(VENV)/.compiled
-	$(VENV)/bin/python -m pytest
+	@$(MAKE) --no-print-directory -j4 ruff browser-deps lighthouse-deps $(VENV)/.compiled
+	@mkdir -p _build && rm -f _build/mypy.log
+	@nice -n 10 $(VENV)/bin/mypy > _build/mypy.log 2>&1 & typecheck=$$!; \
+	$(VENV)/bin/python -m pytest; tests=$$?; \
+	wait $$typecheck; typed=$$?; \
+	echo "mypy (run beside the tests):"; cat _build/mypy.log; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # Every test not marked book or browser (pyproject.toml, [tool.pytest.ini_options]);
 # a test that uses the built book must carry the book marker (tests/conftest.py).
@@ -61,10 +68,12 @@ unit: env
 
 # ruff (lint and format check) over the Python sources, mypy over the package, the
 # build tooling in tools/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).
-lint: $(VENV)/.synced
+lint: ruff
+	$(VENV)/bin/mypy
+
+ruff: $(VENV)/.synced
 	$(VENV)/bin/ruff check src tests tools bench
 	$(VENV)/bin/ruff format --check src tests tools bench
-	$(VENV)/bin/mypy
 
 # Apply ruff's formatting and safe fixes.
 format: env

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from jaxguide._checks import count, positive_int, real
@@ -147,7 +148,6 @@ def spirals(
         >>> x.shape, sorted(y.tolist())
         ((6, 2), [0, 0, 0, 1, 1, 1])
     """
-    import jax
     import numpy as np
 
     n = positive_int("spirals", "n_samples", n_samples)
@@ -169,13 +169,48 @@ def spirals(
         exclusive=True,
         hint=" Pass a number of turns such as 1.0.",
     )
-    kr, kn, kp = jax.random.split(key, 3)
     y = np.arange(n, dtype=np.int32) % k
-    r = np.asarray(jax.random.uniform(kr, (n,), minval=0.05, maxval=1.0))
-    angle = 2 * np.pi * (y / k + turns * r) + noise * np.asarray(jax.random.normal(kn, (n,)))
+    r, angle_noise, order = (np.asarray(a) for a in _spiral_draws()(key, n))
+    angle = 2 * np.pi * (y / k + turns * r) + noise * angle_noise
     x = np.stack([r * np.sin(angle), r * np.cos(angle)], axis=1).astype(np.float32)
-    order = np.asarray(jax.random.permutation(kp, n))
     return x[order], y[order]
+
+
+@functools.cache
+def _spiral_draws() -> Callable[[ArrayLike, int], tuple[jax.Array, jax.Array, jax.Array]]:
+    """The random draws of :func:`spirals` (radii, angular noise, order), one compiled
+    program per ``n`` instead of one per draw (the same bits as drawing them one by one)."""
+    import jax
+
+    def draws(key: ArrayLike, n: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+        kr, kn, kp = jax.random.split(key, 3)
+        return (
+            jax.random.uniform(kr, (n,), minval=0.05, maxval=1.0),
+            jax.random.normal(kn, (n,)),
+            jax.random.permutation(kp, n),
+        )
+
+    return jax.jit(draws, static_argnums=1)
+
+
+@functools.cache
+def _defect_draws() -> Callable[..., tuple[jax.Array, jax.Array, jax.Array, jax.Array]]:
+    """The random draws of :func:`noisy_spirals` (the arms' key, noise features, which
+    labels flip, to which class), one compiled program per shape."""
+    import jax
+
+    def draws(
+        key: ArrayLike, n: int, n_classes: int, n_distractors: int, label_noise: float
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        k_arms, k_extra, k_flip, k_other = jax.random.split(key, 4)
+        return (
+            k_arms,
+            jax.random.normal(k_extra, (n, n_distractors)),
+            jax.random.bernoulli(k_flip, label_noise, (n,)),
+            jax.random.randint(k_other, (n,), 1, n_classes),
+        )
+
+    return jax.jit(draws, static_argnums=(1, 2, 3))
 
 
 def noisy_spirals(
@@ -231,7 +266,6 @@ def noisy_spirals(
         >>> x.shape, round(float((y != y_true).mean()), 2)
         ((1000, 5), 0.1)
     """
-    import jax
     import numpy as np
 
     n = positive_int("noisy_spirals", "n_samples", n_samples)
@@ -255,14 +289,12 @@ def noisy_spirals(
     noise = real(
         "noisy_spirals", "noise", noise, minimum=0.0, hint=" Pass a standard deviation such as 0.2."
     )
-    k_arms, k_extra, k_flip, k_other = jax.random.split(key, 4)
+    k_arms, extra, flip, shift = _defect_draws()(key, n, k, int(n_distractors), label_noise)
     arms, y_true = spirals(k_arms, n, n_classes=k, turns=turns, noise=noise)
-    extra = 0.3 * np.asarray(jax.random.normal(k_extra, (n, int(n_distractors))))
-    x = (np.concatenate([arms, extra], axis=1) * scale + offset).astype(np.float32)
-    flip = np.asarray(jax.random.bernoulli(k_flip, label_noise, (n,)))
-    other = (y_true + np.asarray(jax.random.randint(k_other, (n,), 1, k))) % k
-    y = np.where(flip, other, y_true).astype(np.int32)
-    return x, y, y_true
+    x = np.concatenate([arms, 0.3 * np.asarray(extra)], axis=1) * scale + offset
+    other = (y_true + np.asarray(shift)) % k
+    y = np.where(np.asarray(flip), other, y_true).astype(np.int32)
+    return x.astype(np.float32), y, y_true
 
 
 def train_test_split(
