@@ -135,6 +135,8 @@ def run_chapter(name: str, root: Path, timeout: float) -> ChapterResult:
     import nbclient
     import nbformat
 
+    from jaxguide_build.kernels import BuildKernelManager
+
     saved, make_notebooks.ROOT = make_notebooks.ROOT, root  # read the chapter from root
     try:
         nb = nbformat.reads(make_notebooks.notebook(name), as_version=4)
@@ -147,6 +149,10 @@ def run_chapter(name: str, root: Path, timeout: float) -> ChapterResult:
             nb,
             timeout=int(timeout),
             kernel_name="python3",
+            # IPC sockets in a folder of its own (chapters run two at a time: two kernels
+            # on TCP can pick the same port), stopped at once at the end, as in the build
+            kernel_manager_class=BuildKernelManager,
+            shutdown_kernel="immediate",
             resources={"metadata": {"path": str(root / "book")}},
         ).execute()
     except Exception as err:  # a failing cell: report it, carry on with the others

@@ -28,24 +28,29 @@ from bookcheck import ROOT
 from jaxguide_build import kernels
 from jaxguide_build.environment import wheel_environment
 
-RUNNER = """
-import sys, nbformat, nbclient, jaxguide
+# The notebook runs in a kernel over IPC sockets, as in the build (kernels.RUN_NOTEBOOK
+# says why); its outputs are those of any kernel.
+RUNNER = (
+    kernels.RUN_NOTEBOOK
+    + """
+import sys, nbformat, jaxguide
 assert "site-packages" in jaxguide.__file__, jaxguide.__file__
 path, out = sys.argv[1], sys.argv[2]
 nb = nbformat.read(path, as_version=4)
 try:
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": sys.argv[3]}}).execute()
+    run_notebook(nb, sys.argv[3], timeout=600)
 finally:
     nbformat.write(nb, out)
 print("OK", path)
 """
+)
 
 
 @dataclass
 class WheelRun:
     executed: Path  # the executed notebooks, one per chapter
-    failures: list[str]  # "<chapter>: <end of its output>" for each notebook that failed
+    failures: list[str]  # "<chapter>: <end of its log>" for each notebook that failed or
+    # whose log holds a traceback
 
 
 _WHEEL_RUN: dict[str, concurrent.futures.Future[WheelRun]] = {}
@@ -165,6 +170,8 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
             proc = procs.pop(name)
             handles.pop(name).close()
             out = (logs / f"{name}.log").read_text(errors="replace")
-            if proc.returncode != 0:
+            # A kernel that went wrong outside any cell (its sockets, its threads) says so
+            # only here, and may still run its notebook to the end.
+            if proc.returncode != 0 or "Traceback" in out:
                 failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")
     return WheelRun(executed, failures)

@@ -36,18 +36,21 @@ from pathlib import Path
 from typing import IO, Any
 
 import make_notebooks  # tools/, the folder of this script
+from jaxguide_build import kernels
 from jaxguide_build.environment import CommandFailed, wheel_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
-RUNNER = """
-import sys, nbformat, nbclient, jax, jaxguide
+RUNNER = (
+    kernels.RUN_NOTEBOOK
+    + """
+import sys, nbformat, jax, jaxguide
 assert "site-packages" in jaxguide.__file__, jaxguide.__file__
 assert jax.__version__ == sys.argv[3], (jax.__version__, sys.argv[3])
 nb = nbformat.read(sys.argv[1], as_version=4)
-nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                        resources={"metadata": {"path": sys.argv[2]}}).execute()
+run_notebook(nb, sys.argv[2], timeout=900)
 """
+)
 
 
 def floor() -> str:

@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 import check_jax_floor  # tools/, the folder of this script
+from jaxguide_build import kernels
 from jaxguide_build.environment import CommandFailed, build_wheel
 
 ROOT = check_jax_floor.ROOT
@@ -73,16 +74,18 @@ ENTER = (
     'mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && exec chroot "$r" "$@"'
 )
 
-RUNNER = """
-import sys, nbformat, nbclient, jaxguide
+RUNNER = (
+    kernels.RUN_NOTEBOOK
+    + """
+import sys, nbformat, jaxguide
 assert "site-packages" in jaxguide.__file__, jaxguide.__file__
 nb = nbformat.read(sys.argv[1], as_version=4)
 try:
-    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": sys.argv[2]}}).execute()
+    run_notebook(nb, sys.argv[2], timeout=900)
 finally:  # the outputs so far, also when a cell failed
     nbformat.write(nb, sys.argv[3])
 """
+)
 
 VERSIONS = """
 import json, sys, importlib.metadata as md, jaxguide.page

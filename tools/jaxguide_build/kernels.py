@@ -46,6 +46,38 @@ CACHE_OFF = re.compile(
 CACHE_FRESH = re.compile(r"log_compiles")
 
 
+#: Python source defining ``run_notebook(nb, path, timeout)``: execute the notebook ``nb``
+#: (an ``nbformat`` node, filled in place) in a fresh ``python3`` kernel working in the
+#: folder ``path``, as :class:`BuildKernelManager` runs the build's: over IPC sockets in a
+#: private temporary folder, and stopped at once when the notebook ends. For scripts that
+#: run notebooks where this package is not importable (a wheel's environment, a chroot):
+#: they put it in the code they run (tests/wheelrun.py, tools/check_jax_floor.py,
+#: tools/check_jax_newest.py).
+#:
+#: Not TCP: such scripts run two notebooks at once, and each client picks "free" ports
+#: for its kernel before the kernel binds them, so two kernels can pick the same port.
+#: In one CI run a kernel's heartbeat port was the other kernel's shell port: the first
+#: kernel's heartbeat thread died, and its client's pings reached the second kernel,
+#: which printed a ``DELIM not in msg_list`` traceback into the output of every cell.
+#: Not a graceful shutdown: every output has arrived, and ipykernel's graceful shutdown
+#: can race with its output thread and print a traceback.
+RUN_NOTEBOOK = """
+def run_notebook(nb, path, timeout):
+    import os, shutil, tempfile, nbclient
+    from jupyter_client.manager import AsyncKernelManager
+    sockets = tempfile.mkdtemp(prefix="jaxguide-kernel-")
+    km = AsyncKernelManager(kernel_name="python3", transport="ipc",
+                            ip=os.path.join(sockets, "k"),
+                            connection_file=os.path.join(sockets, "kernel.json"))
+    client = nbclient.NotebookClient(nb, km=km, timeout=int(timeout),
+                                     kernel_name="python3", shutdown_kernel="immediate",
+                                     resources={"metadata": {"path": str(path)}})
+    try:
+        client.execute(cleanup_kc=True)  # a manager passed in is not stopped otherwise
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+"""
+
 #: Environment the build adds to its kernels (set by :func:`kernel_settings`).
 KERNEL_ENV: dict[str, str] = {}
 
