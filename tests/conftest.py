@@ -17,6 +17,29 @@ from _pytest.terminal import TerminalReporter
 # must happen before anything starts JAX's backends, so it is done on import.
 jax.config.update("jax_num_cpu_devices", 8)
 
+
+def _compile_at_backend_level_0() -> None:
+    """XLA compiles this process's programs at backend optimisation level 0: the same
+    optimised HLO, LLVM's passes skipped, so compiling is about a third quicker and
+    running slower (book/performance.md, "Compiling faster on the CPU, running
+    slower", measures both). Most of the in-process tests' time is compiling small
+    programs; none of them times compiled code against a figure. XLA reads
+    ``XLA_FLAGS`` once, when JAX starts its backends, so the variable is set just for
+    that moment: the processes the tests start (the book build, the notebooks' run,
+    ``jax.distributed`` worlds) do not inherit it, and compile as a reader's do."""
+    before = os.environ.get("XLA_FLAGS")
+    os.environ["XLA_FLAGS"] = f"{before or ''} --xla_backend_optimization_level=0".strip()
+    try:
+        jax.devices()
+    finally:
+        if before is None:
+            del os.environ["XLA_FLAGS"]
+        else:
+            os.environ["XLA_FLAGS"] = before
+
+
+_compile_at_backend_level_0()
+
 import wheelrun
 from bookbuild import BookBuild
 from bookcheck import ROOT, suite_order, unmarked_book_tests
