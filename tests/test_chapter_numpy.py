@@ -322,3 +322,55 @@ def test_timed_functions_agree(book):
     g = glued(book, "numpy")
     assert g["horner_agrees"] is True and g["chain_agrees"] is True
     assert g["gram_agrees"] is True
+
+
+def test_x64_warnings(book):
+    """Naming float64 warns (jax-ml/jax#17366), a float64 value passed in does not
+    (jax-ml/jax#4490), and a jitted reduction warns only when it traces."""
+    g = glued(book, "numpy")
+    assert g["x64_warnings"] == {
+        "jnp.mean(x64_np)": ["float32", "no warning"],
+        "jnp.mean(x64_np, dtype=float64)": ["float32", "warned"],
+        "the same call, again": ["float32", "no warning"],
+        "random.uniform(key, dtype=float64)": ["float32", "warned"],
+    }
+
+
+def test_refs(book):
+    """A Ref is written in place under jit, is never returned from jit
+    (jax-ml/jax#26349), and refuses a float32 write into int32 (jax-ml/jax#27683)."""
+    g = glued(book, "numpy")
+    assert g["ref_hits"] == {"type": "Ref", "value": [1.0, 0.0, 2.0, 1.0], "read": True}
+    assert g["ref_checks"] is True
+    assert "mutable array references cannot be returned" in raised(book, "numpy")["ValueError"]
+    assert g["ref_int_write"] == {
+        "+= 1.5": "ValueError",
+        "kept": [1, 1, 1],
+        "final": [2, 2, 2],
+        "dtype": "int32",
+    }
+    # The thread's first value is the float 2.5's bits read as an int32.
+    assert g["float_bits"] == int(np.float32(2.5).view(np.int32)) == 1075838976
+
+
+def test_host_data(book):
+    """The list and small-array conversions: verdicts follow the spreads, and the
+    prose's reading follows the one-against-a-thousand verdict."""
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    assert g["host_agrees"] == "float32"
+    h = g["host_spreads"]
+    for key, base, other in (
+        ("list_jnp_vs_numpy", "np.asarray(list)", "jnp.asarray(list)"),
+        ("list_via_numpy", "jnp.asarray(list)", "jnp.asarray(np.asarray(list))"),
+        ("one_jnp_vs_numpy", "np.array(one number)", "jnp.array(one number)"),
+        ("one_vs_thousand", "jnp.array(1000 numbers)", "jnp.array(one number)"),
+    ):
+        check_verdict(g[key], h[base], h[other])
+        assert g[key] in text, key
+    assert "slower" in g["list_jnp_vs_numpy"] and "faster" in g["list_via_numpy"]
+    assert "slower" in g["one_jnp_vs_numpy"]
+    same = not re.search("faster|slower", g["one_vs_thousand"])
+    assert g["per_array_reading"].startswith("the price is per array") == same
+    assert g["per_array_reading"] in text
+    assert g["one_jnp"] in text and g["thousand_jnp"] in text
