@@ -39,6 +39,12 @@ def test_printing_and_callbacks(book):
     cond = g["cond_print_lines"]
     assert cond["one at a time"] == ["  negative: -1.0"]
     assert sorted(cond["vmap"]) == ["  negative: -1.0", "  negative: 2.0"]
+    # In nested scans of 2 x 3 steps: a callback reading x runs on every step under jit
+    # and grad; one reading nothing from the loop ran once under grad; checkpoint runs
+    # the forward loop again, so twice as many calls.
+    assert g["loop_steps"] == 2 * 3
+    assert g["loop_hoisted"] == 1
+    assert g["loop_remat"] == 2 * g["loop_steps"]
 
 
 def test_errors_are_the_ones_the_prose_names(book):
@@ -50,6 +56,7 @@ def test_errors_are_the_ones_the_prose_names(book):
         "JaxRuntimeError",
         "KeyReuseError",
         "UnexpectedTracerError",
+        "UserWarning",
     ]
     # The NaN checker names the primitive that made the NaN: sqrt forward, mul in
     # the backward pass of the where-guarded sqrt.
@@ -58,6 +65,8 @@ def test_errors_are_the_ones_the_prose_names(book):
     assert "out-of-bounds indexing" in raised[2].message
     assert "already consumed" in raised[3].message
     assert "A function transformed by JAX had a side effect" in raised[4].message
+    # The unusable donation, turned into an error by a warnings filter.
+    assert raised[5].message.startswith("Some donated buffers were not usable: float32[512,512]")
 
 
 def test_nan_checker_under_jit_sees_outputs_only(book):
@@ -95,6 +104,15 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
         "Cannot abstractly evaluate a checkify.check which was not functionalized."
     )
     assert g["first_negative"] == 2
+    # A check in a pytree's constructor: a rebuild through __init__ runs it outside
+    # checkify under jit; a rebuild without __init__ compiles, and the check still runs
+    # where an interval is made (lo = 3 > hi = 1 inside the checkified function).
+    checks = g["pytree_checks"]
+    assert checks["RebuiltByInit"] == (
+        "ValueError: Cannot abstractly evaluate a checkify.check which was not functionalized"
+    )
+    assert checks["Interval"] == "width 2.0, error: None"  # 3 - 1
+    assert checks["made inside"].startswith("empty interval: 3.0 > 1.0")
     assert g["unsafe_grad"] == "nan"  # the gradient of the "safe" sqrt at 0
     assert g["fixed_grads"] == (0.0, 0.25)  # 1 / (2 sqrt 4)
     # The default modes, read from the jaxprs, with what each did to index 10:
@@ -104,6 +122,16 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
     assert rules["x[i]"] == ("mode=PROMISE_IN_BOUNDS", [1.0, 4.0])
     assert rules["x.at[i].add"] == ("mode=FILL_OR_DROP", [0.0, 2.0, 2.0, 3.0, 4.0])
     assert rules["jnp.take"] == ("mode=FILL_OR_DROP", [1.0, "nan"])
+    # rows[20] of 4 rows (row r holds r): clamped to the last row, 3, which the gradient
+    # shows; with jax_check_static_indices a Python int index raises at trace time,
+    # eagerly and under jit, while a traced index and an update go unchecked.
+    assert g["clamped_row"] == 4 - 1
+    assert g["static_checks"] == {
+        "rows[20], eager": "IndexError: index 20 out of bounds for axis 0 with size 4",
+        "rows[20], jit(grad)": "IndexError: index 20 out of bounds for axis 0 with size 4",
+        "m4[i], i = 20 traced": "no error",
+        "m4.at[20].set(0.0)": "no error",
+    }
     # Without the key-reuse checker, the reused key silently repeats the draw.
     assert g["reused_identical"] is True
 
@@ -148,6 +176,17 @@ def test_donation_saves_the_parameters(book):
     assert g["donation_warning"].startswith(
         "Some donated buffers were not usable: float32[512,512]"
     )
+    # Under the NaN checker: a function compiled earlier with donation cannot be rerun
+    # (its input is deleted); one first compiled under the checker does not donate,
+    # names the primitive, and keeps its input after the checker is off again.
+    runs = g["donation_runs"]
+    raised, deleted = runs["compiled before"]
+    assert "deleted" in raised and "nan" not in raised.lower() and deleted is True
+    assert runs["compiled during"] == (
+        "FloatingPointError: invalid value (nan) encountered in log",
+        False,
+    )
+    assert runs["compiled during, called after"] is False
 
 
 def test_compiled_program(book):
