@@ -13,8 +13,14 @@ from bookcheck import VERDICT, errors, glued, page_text, seconds
 
 
 def raised(book, chapter: str) -> dict[str, str]:
-    """The errors the chapter's raises-exception cells raised: name -> message."""
+    """The errors the chapter's raises-exception cells raised: name -> message (the last
+    cell's, where two raised the same error; :func:`messages` has them all)."""
     return {e.name: e.message for e in errors(book, chapter)}
+
+
+def messages(book, chapter: str) -> list[str]:
+    """The messages of every error the chapter's raises-exception cells raised, in order."""
+    return [e.message for e in errors(book, chapter)]
 
 
 pytestmark = pytest.mark.book
@@ -47,7 +53,9 @@ def test_transforms(book):
     # The errors the prose names were raised.
     errors = raised(book, "transforms")
     assert {"TracerBoolConversionError", "ConcretizationTypeError"} <= set(errors)
-    assert any("Non-hashable static arguments are not supported" in m for m in errors.values())
+    assert any(
+        "Non-hashable static arguments are not supported" in m for m in messages(book, "transforms")
+    )
     # The device composition is shard_map (not pmap) with vmap inside each block:
     # the rows split evenly over the devices, one sum per row.
     s = g["shard_map_shapes"]
@@ -63,6 +71,7 @@ def test_what_each_transformation_refuses(book):
         "refused": {
             "jit(grad(relu_py))": "TracerBoolConversionError",
             "vmap(relu_py)": "TracerBoolConversionError",
+            "grad(checkpoint(relu_py))": "TracerBoolConversionError",
         },
     }
     errors = raised(book, "transforms")
@@ -163,3 +172,74 @@ def test_retrace_exercise(book):
     assert g["retrace_types"] == ["~float32[]", "float32[]", "float32[2]", "~int32[]"]
     assert g["normalize_traces"] == ["l1", "l2"]
     assert g["pairwise"] == (4, 6)
+
+
+def test_jaxpr_source_lines(book):
+    """pretty_print(source_info=True) ties every equation of grad's jaxpr, the backward
+    ones too, to one of the two body lines of tanh_energy (0: the tanh, 1: the sum)."""
+    s = glued(book, "transforms")["jaxpr_source_lines"]
+    assert s["functions"] == ["tanh_energy"]
+    assert s["forward lines"] == [0, 1] and s["backward lines"] == [0, 1]
+    assert s["first at"] == {
+        "tanh": 0,
+        "sub": 0,
+        "integer_pow": 1,
+        "reduce_sum": 1,
+        "add_any": 0,
+    }
+    assert {"mul", "add_any"} <= set(s["backward at the tanh line"])
+
+
+def test_nested_jit(book):
+    """An inner jit is traced once and inlined: one program per function called."""
+    n = glued(book, "transforms")["nested_jit"]
+    assert n["inner traces"] == 1
+    assert n["inner equations"] == ["inner", "inner"]  # outer_a is inner(inner(x))
+    assert n["compiled"] == ["jit(inner)", "jit(outer_a)", "jit(outer_b)"]
+    assert n["sines in outer_a"] == 2 and n["calls in outer_a"] == 0
+
+
+def test_static_for_jit_only(book):
+    """A flag static for jit is traced by checkpoint inside, unless static there too."""
+    g = glued(book, "transforms")
+    assert g["static_inner"] == {
+        "checkpoint(scale_if)": "TracerBoolConversionError",
+        "checkpoint(scale_if, static_argnums=1)": 2 * 3.0,
+    }
+    assert g["checkpoint_concrete_gone"] == {
+        "error": "NotImplementedError",
+        "says removed": True,
+        "names static_argnums": True,
+    }
+
+
+def test_tracer_or_known(book):
+    """grad's tracer carries its value; jit's and vmap's do not; concrete_or_error fails
+    early with the caller's message."""
+    g = glued(book, "transforms")
+    assert g["tracer_vs_known"] == {
+        "no transformation": (False, True),
+        "grad": (True, True),
+        "jit": (True, False),
+        "vmap": (True, False),
+    }
+    assert g["tile_checked_static"] == [0.0, 1.0] * 3  # arange(2) tiled 3 times
+    concrete = [
+        e.message for e in errors(book, "transforms") if e.name == "ConcretizationTypeError"
+    ]
+    assert any("tile_checked: make n a static argument" in m for m in concrete)
+
+
+def test_vmap_sizes(book):
+    """The size error names each mapped argument; a keyword argument is mapped on
+    axis 0 and named as kwargs['w']."""
+    sizes = [m for m in messages(book, "transforms") if m.startswith("vmap got inconsistent sizes")]
+    assert len(sizes) == 1
+    assert "size 10: axis 0 of argument x of type float32[10,4]" in sizes[0]
+    assert "size 4: axis 1 of argument w of type float32[10,4]" in sizes[0]
+    assert "scale" not in sizes[0]  # the unmapped int is left out
+    assert glued(book, "transforms")["vmap_keyword"] == {
+        "names kwargs['w']": True,
+        "tuple covers positional only": True,
+        "fixed shapes": ((10,), (10,)),
+    }
