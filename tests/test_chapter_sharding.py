@@ -182,3 +182,37 @@ def test_sharding_timing_glued(book):
         assert re.fullmatch(VERDICT, g[key]) and g[key] in text, key
     # The reading printed follows the measurement's direction.
     assert g["weak_reading"] in text
+
+
+def test_sharding_returned_and_pytree(book):
+    """What jit returns is a NamedSharding however its layout was chosen, a bare
+    PartitionSpec in out_shardings takes its mesh when called, and a constraint refuses a
+    None leaf (jax-ml/jax#17422, #13666, #19951)."""
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    assert g["returned_type"] == "NamedSharding" and g["returned_type"] in text
+    # A leading dimension, whole on every device, before jit's own P('x', 'y').
+    assert g["stacked_spec"] == "P(None, 'x', 'y')"
+    assert g["stacked_spec"] in text
+    assert g["bare_spec"] == ("RuntimeError", "P('x',)")
+    assert "jit requires a non-empty mesh in context" in text  # the error printed
+    # out_shardings with None and an UNCONSTRAINED constraint agree: params replicated,
+    # opt left in its input's layout.
+    assert set(g["state_specs"].values()) == {("P()", "P('x', 'y')")}
+    assert len(g["state_specs"]) == 2
+    assert "got sharding None which is not allowed" in text  # the error printed
+
+
+def test_sharding_random_and_repeat(book):
+    """A sampler's out_sharding needs Explicit axes; jit's out_shardings splits a draw on
+    an Auto mesh (jax-ml/jax#30095). jnp.repeat along a split dimension needs
+    out_sharding and gathers the array (jax-ml/jax#33226)."""
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    assert "cannot contain axis names that are of type Auto or Manual" in text
+    assert g["random_layouts"] == ("float32[16@x]", "r[I_x]")
+    assert "Please pass sharding to `jnp.repeat` via `out_sharding` parameter" in text
+    rows, cols, devices = 16, 3, 8
+    assert g["repeat_type"] == f"float32[{2 * rows}@d,{cols}]" and g["repeat_type"] in text
+    # Every device's block of pos, gathered over all 8 devices.
+    assert g["repeat_gather"] == ("all-gather", f"f32[{rows // devices},{cols}]", devices)
