@@ -35,6 +35,7 @@ def test_printing_and_callbacks(book):
     # Under vmap the callback runs once per example, on unbatched values, with or
     # without jit (the batching rule unrolls it).
     assert g["callback_calls"] == {"vmap": [()] * 3, "jit(vmap)": [()] * 3}
+    assert g["callback_unbatched"] == [()]  # an unbatched argument: one call per batch
     # A print in a cond branch: once for -1 alone; for both examples under vmap.
     cond = g["cond_print_lines"]
     assert cond["one at a time"] == ["  negative: -1.0"]
