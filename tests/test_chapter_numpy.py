@@ -263,6 +263,7 @@ def test_type_promotion(book):
     # Weak types adopt the array's dtype within a kind only.
     assert g["weak_promotion"] == {
         "bfloat16 + Python float": "bfloat16",
+        "bfloat16 + Python int": "bfloat16",
         "bfloat16 + float32 scalar": "float32",
         "int32 + Python int": "int32",
         "int32 + Python float": "float32",

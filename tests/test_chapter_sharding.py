@@ -216,3 +216,5 @@ def test_sharding_random_and_repeat(book):
     assert g["repeat_type"] == f"float32[{2 * rows}@d,{cols}]" and g["repeat_type"] in text
     # Every device's block of pos, gathered over all 8 devices.
     assert g["repeat_gather"] == ("all-gather", f"f32[{rows // devices},{cols}]", devices)
+    # the repeats' running sum, one int per output row (32), split then gathered
+    assert g["repeat_index_gather"] == [("all-gather", f"s32[{32 // devices}]", devices)]

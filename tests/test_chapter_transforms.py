@@ -130,7 +130,8 @@ def test_figure_has_alt_text(book):
 def test_trace_time_globals_and_cache(book):
     g = glued(book, "transforms")
     assert g["stale_global"] == (2.0, 2.0, [101.0, 101.0])  # 1 + offset, old then new
-    assert g["lambda_traces"] == (3, 1)
+    assert g["lambda_traces"] == (3, 1, 3)  # new lambda, same function, new partial
+    assert g["static_mask"] == {"np": [-1.0, 2.0], "jnp": "NonConcreteBooleanIndexError"}
 
 
 def test_first_call_ratio_glued(book):
