@@ -194,6 +194,9 @@ def test_donation_saves_the_parameters(book):
         False,
     )
     assert runs["compiled during, called after"] is False
+    # The inf checker keeps donation: its rerun finds the input deleted.
+    raised, deleted = runs["inf checker, compiled during"]
+    assert raised.startswith("RuntimeError: Array has been deleted") and deleted is True
 
 
 def test_compiled_program(book):

@@ -260,6 +260,8 @@ def test_lists_refused(book):
 def test_type_promotion(book):
     g = glued(book, "numpy")
     assert g["int_plus_half"] == ("float64", "float16")
+    # += changes NumPy's shared array; on a JAX array it rebinds one name.
+    assert g["plus_equals"] == {"numpy": ([11, 21], [11, 21]), "jax": ([10, 20], [11, 21])}
     # Weak types adopt the array's dtype within a kind only.
     assert g["weak_promotion"] == {
         "bfloat16 + Python float": "bfloat16",

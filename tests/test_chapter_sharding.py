@@ -142,6 +142,7 @@ def test_sharding_binary_ops(book):
     assert g["add_sent"] == [("all-to-all", 4 * 1 * 2 * 2 * F32, 4)]
     assert "ShardingTypeError: select `which` must be scalar or have the same sharding" in text
     assert g["slice_sent"] == ({"all-gather": 1}, {})
+    assert g["mask_sent"] == {}  # a jnp.where mask of rows: each device writes its own
     # The gathered result is the whole 16x4 float32 array, on every device.
     assert g["slice_gathered"] == 16 * 4 * F32
     assert g["scatter_dims"] == [("(0, 1)", "()"), ("(1,)", "(0,)")]
