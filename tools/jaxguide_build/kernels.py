@@ -20,11 +20,13 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_client import AsyncKernelManager
-from sphinx.application import Sphinx
-from sphinx.config import Config
+
+if TYPE_CHECKING:  # bench/accelerator_check.py imports this module without Sphinx
+    from sphinx.application import Sphinx
+    from sphinx.config import Config
 
 #: Code that reads compilation itself: compile times (a benchmark's first call), compile
 #: logs, compile events. A persistent-cache hit skips the compilation these show, so a
