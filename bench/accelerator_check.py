@@ -258,7 +258,17 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     # Kernels inherit this process's environment: claims warn there, never stop a chapter.
     os.environ.pop("JAXGUIDE_STRICT_CLAIMS", None)
-    found = measure(args.smoke)
+    # This process measures on the accelerator, then only waits for the kernels. By
+    # default JAX would take 75% of a GPU's memory here and keep it, leaving a chapter's
+    # kernel too little (a CUDA out-of-memory in debugging's first program, seen on an
+    # H100). So this process allocates only what it uses; the kernels start after the
+    # variable is gone and take memory as a reader's would. XLA reads it once, when JAX
+    # starts its backends, which measure() does.
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    try:
+        found = measure(args.smoke)
+    finally:
+        del os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"]
     parallel = args.parallel or (1 if found["backend"] == "gpu" else 2)
     with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
         results = list(pool.map(lambda c: run_chapter(c, args.root, args.timeout), args.chapters))
