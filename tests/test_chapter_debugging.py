@@ -36,6 +36,8 @@ def test_printing_and_callbacks(book):
     # without jit (the batching rule unrolls it).
     assert g["callback_calls"] == {"vmap": [()] * 3, "jit(vmap)": [()] * 3}
     assert g["callback_unbatched"] == [()]  # an unbatched argument: one call per batch
+    # The condition tested in Python inside the callback: only the negative examples print.
+    assert sorted(g["host_test_lines"]) == ["  negative: -1.0", "  negative: -3.0"]
     # A print in a cond branch: once for -1 alone; for both examples under vmap.
     cond = g["cond_print_lines"]
     assert cond["one at a time"] == ["  negative: -1.0"]
