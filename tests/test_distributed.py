@@ -37,6 +37,15 @@ import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 print("child", child.pid, flush=True)
 pid = int(os.environ["JAXGUIDE_PROCESS_ID"])
+here = os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(here, f"started{{pid}}"), "w").close()
+
+
+def wait_for(other):  # until process `other` has started its grandchild
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(here, f"started{{other}}")):
+        assert time.monotonic() < deadline, f"process {{other}} never started"
+        time.sleep(0.01)
 {body}
 """
 
@@ -84,6 +93,7 @@ def test_a_crash_stops_the_others_and_names_the_process(tmp_path):
         SPAWNS.format(
             body="""
 if pid == 1:
+    wait_for(0)  # on a loaded machine process 0 may start later than this one
     print("about to fail", flush=True)
     raise RuntimeError("shard 1 is corrupt")
 time.sleep(600)
@@ -117,10 +127,11 @@ time.sleep(600)
     )
     start = time.perf_counter()
     with pytest.raises(
-        LaunchError, match=r"timed out after 2 s; process\(es\) \[0, 1\] of 2"
+        LaunchError, match=r"timed out after 5 s; process\(es\) \[0, 1\] of 2"
     ) as info:
-        distributed.launch(path, n_processes=2, timeout=2)
-    assert time.perf_counter() - start < 15
+        # 5 s: long enough for both to print on a loaded machine, short for a test
+        distributed.launch(path, n_processes=2, timeout=5)
+    assert time.perf_counter() - start < 20
     assert "process 0 waiting" in str(info.value)
     results = info.value.results
     assert [r.returncode for r in results] == [None, None]
