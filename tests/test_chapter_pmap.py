@@ -175,3 +175,63 @@ def test_pmap_unbound_axis_name(book):
     """The raises-exception cell fails with the error the prose names."""
     out = cell_output(book, "pmap", 'jax.lax.psum(v, "batch")')
     assert "NameError" in out and "unbound axis name: batch" in out, out
+
+
+def test_pmap_mismatched_leading_sizes(book):
+    # The first argument's rows set the device count: 4 rows do not split 8 ways, and
+    # 8 rows split 4 ways are blocks of 2 that the body cannot squeeze to one row.
+    n_dev, fewer = 8, 4
+    assert glued(book, "pmap")["pmap_size_mismatch"] == {
+        f"{n_dev} rows + {fewer} rows": (
+            "IndivisibleError",
+            f"array axis 0 is partitioned {n_dev} times, but the dimension size is {fewer}",
+        ),
+        f"{fewer} rows + {n_dev} rows": ("ValueError", "cannot select an axis to squeeze out"),
+    }
+
+
+def test_pmap_static_broadcasted_argnums(book):
+    g = glued(book, "pmap")
+    row1 = [3.0, 4.0, 5.0]  # rows[1] of arange(24).reshape(8, 3)
+    # in_axes=None traces the int; static_broadcasted_argnums runs the loop 3 times.
+    assert g["pmap_static_int"] == ("TracerIntegerConversionError", [v * 2**3 for v in row1])
+    # One in_axes entry per argument, the static one included, and its value unused.
+    shifted = [v * 0.5 * 2**3 + 1 for v in row1]  # shift 1 on device 1
+    axes = g["pmap_static_in_axes"]
+    assert axes[0, None, None, 0] == axes[0, None, 0, 0] == shifted
+    assert axes[0, None, 0] == "IndexError: tuple index out of range"
+    # The raises-exception cell: the int alone cannot be split over the devices.
+    out = cell_output(book, "pmap", "jax.pmap(double_times)(rows, 3)")
+    assert "ValueError" in out and "only valid for values of rank at least 1" in out, out
+
+
+def test_pmap_and_jit_in_one_program(book):
+    g = glued(book, "pmap")
+    # A closed-over array enters pmap's shard_map replicated, and nothing is sent.
+    assert g["pmap_closed_over"] == ("in_specs=(P(), P('_internal_pmap_axis_name',))", {})
+    # A plain jit on pmap results keeps them split over the 8 devices, with no collective.
+    assert g["pmap_ema"] == ("P('_internal_pmap_axis_name',)", 8, {})
+    # Two pmaps of 5 and 3 rows in one jit: refused; apart, each runs on its own devices.
+    (message, id_lists), apart = g["pmap_two_sizes"]
+    assert message == "Received incompatible devices for jitted computation"
+    assert id_lists == [f"device ids {list(range(5))}", f"device ids {list(range(3))}"]
+    assert apart == [5, 3]
+    # disable_jit: jit's body sees an array, pmap's a tracer, and the Python if fails.
+    assert g["pmap_disable_jit"] == (
+        ["ArrayImpl", "ShardMapTracer"],
+        "TracerBoolConversionError",
+    )
+
+
+def test_pmap_while_loop_trip_counts(book):
+    g = glued(book, "pmap")
+    n_dev, short, long = 8, 1, 20  # 7 examples need 1 halving, the last 2**20 needs 20
+    own = (n_dev - 1) * short + long
+    runs = g["pmap_loop_runs"]
+    assert runs["pmap"] == runs["shard_map"] == (own, {})
+    batch_runs, collectives = runs["jit, sharded batch"]
+    assert batch_runs == n_dev * long and collectives
+    assert g["pmap_loop_own"] == own and g["pmap_loop_jit"] == n_dev * long
+    text = page_text(book, "pmap")
+    assert f"{own} runs of the body" in text
+    assert f"ran the body {n_dev * long} times" in text
