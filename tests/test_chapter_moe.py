@@ -238,3 +238,43 @@ def test_dropless_dispatch_lowers_for_gpu_and_tpu(book):
     assert g["dropless_buffer"] == 8
     # the CPU compile is shown failing: XLA:CPU has no ragged-all-to-all
     assert "ragged-all-to-all" in page_text(book, "moe")
+
+
+def test_top_k_order_smallest_and_axis(book):
+    g = glued(book, "moe")
+    scores = np.array([2.0, 7.0, 2.0, 5.0, 7.0, 2.0])
+    order = np.argsort(-scores, kind="stable")[:5]
+    values, indices = g["top_k_order"]
+    assert indices == order.tolist() == [1, 4, 3, 0, 2]
+    assert values == scores[order].tolist()
+    # the k smallest: -x overflows for integers, ~x does not
+    keys = g["smallest_keys"]
+    int8 = np.array([5, -128, 3, 127, -3])
+    uint8 = np.array([5, 0, 3, 200, 1])
+    assert keys["int8 ~x"] == np.sort(int8)[:2].tolist()
+    assert keys["uint8 ~x"] == np.sort(uint8)[:2].tolist()
+    assert int8.min() not in keys["int8 -x"]
+    assert uint8.min() not in keys["uint8 -x"]
+    shape, ops = g["top_k_axis"]
+    assert shape == [2, 3] and ops == ["chlo.top_k", "stablehlo.transpose"]
+    assert g["top_k_programs"] == {
+        "top_k": [["chlo.top_k"], "a TopK custom call"],
+        "sort and slice": [["stablehlo.sort"], "a sort of the row"],
+    }
+
+
+def test_pallas_triton_flag_error_is_shown(book):
+    text = page_text(book, "moe")
+    assert "No module named 'jax._src.lax.pallas_lowerings'" in text
+    # the flag is off again afterwards, and the GPU lowering is the default one
+    flag_off, cuda_ops = glued(book, "moe")["pallas_flag_off"]
+    assert flag_off is True and cuda_ops == ["chlo.ragged_dot"]
+
+
+def test_all_to_all_under_vmap(book):
+    g = glued(book, "moe")
+    same, prims = g["vmap_a2a"]
+    assert same is True and "all_to_all" not in prims
+    devices, a2a, diff, dropped = g["vmap_layer"]
+    assert devices == 1 and a2a == 0 and diff < 1e-5
+    assert dropped == [g["dropped_ep"]] * N_DEV
