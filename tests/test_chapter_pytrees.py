@@ -103,3 +103,28 @@ def test_pytrees_mismatches_and_flat_vectors(book, g):
     # A flatten function that returns a list; aux data that differs between trees.
     assert "should return a (children, aux_data) tuple" in text
     assert text.count("different pytree metadata") >= 2
+
+
+def test_pytrees_transpose_and_registrations(book, g):
+    text = page_text(book, "pytrees")
+    # transpose counts leaves: the renamed key's 0.8 is filed under "acc".
+    assert g["transpose_renamed"] == {"acc": [0.5, 0.6, 0.8], "loss": [0.9, 0.7, 0.6]}
+    # tree.map over the records raises instead (the error cell).
+    assert "+ ('accuracy', 'loss')" in text
+    # register_dataclass rebuilds through __init__, which turned (2,) into an array.
+    assert g["init_box_shape"] == "Array([2.], dtype=float32)"
+    # Registered by attributes: the shape survives; key paths; grad(prod(hi - lo)).
+    assert g["attr_box"] == ((2,), [".lo", ".hi"], [2.0, 1.0], "crop")
+    # A second registration (the error cell); a subclass is a leaf until registered.
+    assert "Duplicate custom PyTreeDef type registration for" in text
+    assert g["crop_box"] == (["CropBox"], (2,), 2, ("box",))
+
+
+def test_pytrees_flax_static_fields(book, g):
+    # A static field with a default, in flax.struct and with jax.tree.static.
+    assert g["sampler_structures"] == [
+        "PyTreeDef(CustomNode(Sampler[(4,)], [*]))",
+        "PyTreeDef(CustomNode(JaxSampler[(4,)], [*]))",
+    ]
+    # An nnx.Module's static int: a retrace per value; equal hashes, unequal structures.
+    assert g["nnx_static"] == ([1, 2], [".w.value"], False, True)
