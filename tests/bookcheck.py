@@ -153,15 +153,20 @@ def suite_order(items: list) -> list:
     so the tests that need no book run first, beside it. Then the tests of the built book;
     the notebooks' run from a wheel (tests/wheelrun.py) executes every chapter in the
     background meanwhile, two at a time, so the tests that read its result come after
-    those. The tests marked ``idle`` (Lighthouse: its mobile simulation scales the
-    main-thread time it observes, so a busy machine scores a fast page low) come last,
-    when nothing else runs. Within each group the order is pytest's."""
+    those. The browser checks that open every page run in a thread of their own from the
+    first browser test on (tests/test_browser.py: ``background``), so the tests that read
+    their results come after the other tests of the built book. The tests marked ``idle``
+    (Lighthouse: its mobile simulation scales the main-thread time it observes, so a busy
+    machine scores a fast page low) come last, when nothing else runs. Within each group
+    the order is pytest's."""
 
     def group(item: Any) -> int:
         names = getattr(item, "fixturenames", ())
         if item.get_closest_marker("idle") is not None:
-            return 3
+            return 4
         if "wheel_notebooks" in names:
+            return 3
+        if "background" in names:
             return 2
         return int(any(f in names for f in BOOK_FIXTURES))
 

@@ -170,6 +170,8 @@ def test_errors_are_the_ones_the_notebook_shows(tmp_path):
 
 
 def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idle_last():
+    """And the readers of the browser's background checks after the other book tests."""
+
     class Item:
         def __init__(self, nodeid, fixtures, idle=False):
             self.nodeid, self.fixturenames, self.idle = nodeid, fixtures, idle
@@ -183,7 +185,16 @@ def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idl
         Item("page", ["book"]),
         Item("unit", ["tmp_path"]),
         Item("notebooks", ["wheel_notebooks"]),
+        Item("all pages", ["background", "site", "book"]),
         Item("browser", ["site", "browser", "book"]),
     ]
     order = [i.nodeid for i in suite_order(items)]
-    assert order == ["unit", "page", "browser", "reproducible", "notebooks", "lighthouse"]
+    assert order == [
+        "unit",
+        "page",
+        "browser",
+        "all pages",
+        "reproducible",
+        "notebooks",
+        "lighthouse",
+    ]

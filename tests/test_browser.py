@@ -21,14 +21,18 @@ written to ``_build/test-output/browser/``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import gzip
 import importlib.util
 import json
 import statistics
 import sys
+import threading
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -73,26 +77,108 @@ CHROMIUM_ARGS = [
 
 
 chromium_path = jaxguide_lighthouse.chromium_path
+NO_CHROMIUM = (
+    "no Chromium: install it with `make browser-deps` (Debian's chromium package), "
+    "or set JAXGUIDE_CHROMIUM to its path."
+)
 
 
 @pytest.fixture(scope="session")
 def site(book):
-    """The test build's HTML served on 127.0.0.1 (a free port), gzip on."""
+    """The test build's HTML served on 127.0.0.1 (a free port), gzip on. The checks that
+    open every page (:data:`BACKGROUND`) start here, in a thread of their own."""
     base, server = serve(book.html)
+    worker = _start_background_checks(base, book.html)
     yield base
+    worker.join(timeout=BACKGROUND_TIMEOUT)
     server.shutdown()
     server.server_close()
+
+
+# The checks that open every page (each page's problems, axe-core in dark mode) run in a
+# thread with a Chromium of its own, started with the site, while the session's main
+# thread runs the other tests of the built book: the main thread is what the session
+# waits on once the book is built, and these checks are most of its browser time.
+# Their tests run after the other tests of the built book (tests/bookcheck.py:
+# suite_order puts the tests that use ``background`` there) and read the results.
+BACKGROUND: dict[tuple[str, ...], concurrent.futures.Future[Any]] = {}
+BACKGROUND_TIMEOUT = 900  # seconds: the longest the session waits for the thread to end
+
+
+def _background_jobs(base: str, html: Path) -> list[tuple[tuple[str, ...], Callable[[Any], Any]]]:
+    """What the thread does, in order: every page's checks, then dark mode."""
+
+    def page(name: str) -> Callable[[Any], Any]:
+        def check(chrome: Any) -> tuple[list[str], int, dict]:
+            metrics: dict = {}
+            problems, size = page_problems(
+                chrome,
+                base,
+                html,
+                name,
+                chapter=name in CHAPTERS,
+                metrics=metrics,
+                code_colours=name in code_colour_pages(html),
+            )
+            return problems, size, metrics
+
+        return check
+
+    def dark(name: str, context: dict) -> Callable[[Any], Any]:
+        return lambda chrome: dark_mode_violations(chrome, base, name, context)
+
+    jobs = [(("page", name), page(name)) for name in PAGES]
+    jobs += [(("dark", name), dark(name, NO_CODE)) for name in DARK_PAGES]
+    jobs += [(("dark code", name), dark(name, CODE_ONLY)) for name in code_colour_pages(html)]
+    return jobs
+
+
+def _run_jobs(jobs: list[tuple[tuple[str, ...], Callable[[Any], Any]]]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    pending = [BACKGROUND[key] for key, _ in jobs]
+    try:
+        with sync_playwright() as pw:  # Playwright's sync API: one instance per thread
+            chrome = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            try:
+                for (_, job), future in zip(jobs, pending, strict=True):
+                    try:
+                        future.set_result(job(chrome))
+                    except BaseException as err:  # the test that reads it raises it
+                        future.set_exception(err)
+            finally:
+                chrome.close()
+    except BaseException as err:  # no browser: every check that has not run says why
+        for future in pending:
+            if not future.done():
+                future.set_exception(err)
+
+
+def _start_background_checks(base: str, html: Path) -> threading.Thread:
+    if chromium_path() is None:
+        pytest.fail(NO_CHROMIUM, pytrace=False)
+    jobs = _background_jobs(base, html)
+    BACKGROUND.update({key: concurrent.futures.Future() for key, _ in jobs})
+    worker = threading.Thread(target=_run_jobs, args=(jobs,), name="browser-checks", daemon=True)
+    worker.start()
+    return worker
+
+
+@pytest.fixture(scope="session")
+def background(site: str) -> Iterator[dict[tuple[str, ...], concurrent.futures.Future[Any]]]:
+    """The results of the checks the site's thread runs (:data:`BACKGROUND`)."""
+    yield BACKGROUND
+
+
+def _result(background: dict, *key: str) -> Any:
+    return background[key].result(timeout=BACKGROUND_TIMEOUT)
 
 
 @pytest.fixture(scope="session")
 def browser():
     path = chromium_path()
     if path is None:
-        pytest.fail(
-            "no Chromium: install it with `make browser-deps` (Debian's chromium package), "
-            "or set JAXGUIDE_CHROMIUM to its path.",
-            pytrace=False,
-        )
+        pytest.fail(NO_CHROMIUM, pytrace=False)
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -426,17 +512,9 @@ def page_problems(
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_page_in_the_browser(browser, site, book, name):
-    metrics: dict = {}
-    problems, size = page_problems(
-        browser,
-        site,
-        book.html,
-        name,
-        chapter=name in CHAPTERS,
-        metrics=metrics,
-        code_colours=name in code_colour_pages(book.html),
-    )
+def test_page_in_the_browser(background, name):
+    """:func:`page_problems` of every page (run by the site's thread)."""
+    problems, size, metrics = _result(background, "page", name)
     _VISITS.setdefault(name, {}).update(bytes=size, metrics=metrics)
     assert problems == []
 
@@ -769,21 +847,25 @@ def dark_mode_violations(browser, site: str, name: str, context) -> list[str]:
         page_context.close()
 
 
-@pytest.mark.parametrize("name", ["index", "sharding", "pmap", "training", "search"])
-def test_no_serious_accessibility_violation_in_dark_mode(browser, site, name):
+DARK_PAGES = ["index", "sharding", "pmap", "training", "search"]
+
+
+@pytest.mark.parametrize("name", DARK_PAGES)
+def test_no_serious_accessibility_violation_in_dark_mode(background, name):
     """axe-core in dark mode (light mode runs on every page above): colours of text and
-    controls keep their contrast; code and outputs are checked below."""
-    assert dark_mode_violations(browser, site, name, NO_CODE) == []
+    controls keep their contrast; code and outputs are checked below. Run by the site's
+    thread."""
+    assert _result(background, "dark", name) == []
 
 
-def test_code_and_outputs_keep_their_contrast_in_dark_mode(browser, site, book):
+def test_code_and_outputs_keep_their_contrast_in_dark_mode(background, book):
     """Every pairing of a highlighted block's kind and a token class in the book, in
-    dark mode (code_colour_pages: the pages that show them all)."""
+    dark mode (code_colour_pages: the pages that show them all). Run by the site's
+    thread."""
     pages = code_colour_pages(book.html)
     assert pages, "no page shows highlighted code"
-    assert {p: dark_mode_violations(browser, site, p, CODE_ONLY) for p in pages} == dict.fromkeys(
-        pages, []
-    )
+    found = {p: _result(background, "dark code", p) for p in pages}
+    assert found == dict.fromkeys(pages, [])
 
 
 def test_code_colour_pages_cover_every_token_kind(tmp_path):
