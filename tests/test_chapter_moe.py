@@ -278,3 +278,11 @@ def test_all_to_all_under_vmap(book):
     devices, a2a, diff, dropped = g["vmap_layer"]
     assert devices == 1 and a2a == 0 and diff < 1e-5
     assert dropped == [g["dropped_ep"]] * N_DEV
+
+
+def test_nonzero_with_a_size_is_a_capacity(book):
+    """jnp.nonzero(size=C, fill_value=-1) under jit: the first C tokens of expert 3."""
+    g = glued(book, "moe")
+    chose, kept = g["nonzero_slots"]
+    assert kept == min(chose, int(g["cap"])) and chose > 0
+    assert "NonConcreteBooleanIndexError" in page_text(book, "moe")

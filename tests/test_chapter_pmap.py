@@ -216,21 +216,21 @@ def test_pmap_and_jit_in_one_program(book):
     assert message == "Received incompatible devices for jitted computation"
     assert id_lists == [f"device ids {list(range(5))}", f"device ids {list(range(3))}"]
     assert apart == [5, 3]
-    # disable_jit: jit's body sees an array, pmap's a tracer, and the Python if fails.
-    assert g["pmap_disable_jit"] == (
-        ["ArrayImpl", "ShardMapTracer"],
-        "TracerBoolConversionError",
-    )
+    # disable_jit: both bodies run eagerly, pmap's with one value per device, so the
+    # Python if has 8 booleans to turn into one and fails.
+    assert g["pmap_disable_jit"] == (8, "TracerBoolConversionError")
+    assert "holds 8 values" in cell_output(book, "pmap", "jax.pmap(sign_aware)(rows)")
 
 
 def test_pmap_while_loop_trip_counts(book):
     g = glued(book, "pmap")
     n_dev, short, long = 8, 1, 20  # 7 examples need 1 halving, the last 2**20 needs 20
     own = (n_dev - 1) * short + long
-    runs = g["pmap_loop_runs"]
-    assert runs["pmap"] == runs["shard_map"] == (own, {})
-    batch_runs, collectives = runs["jit, sharded batch"]
-    assert batch_runs == n_dev * long and collectives
+    runs, sent = g["pmap_loop_runs"]
+    assert runs == {"pmap": own, "jit, sharded batch": n_dev * long, "shard_map": own}
+    # Without the counting callback, only the batched loop communicates: its condition.
+    assert sent == {"pmap": {}, "jit, sharded batch": {"all-reduce": 1}, "shard_map": {}}
+    assert "pred[]" in cell_output(book, "pmap", "def halve_plain(x)")
     assert g["pmap_loop_own"] == own and g["pmap_loop_jit"] == n_dev * long
     text = page_text(book, "pmap")
     assert f"{own} runs of the body" in text

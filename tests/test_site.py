@@ -38,6 +38,23 @@ def test_every_page_has_a_description_from_its_own_prose(book, page):
 
 
 @pytest.mark.book
+def test_glued_values_keep_their_straight_quotes(book):
+    """A value glued into the prose is printed output: Sphinx's smart quotes leave it
+    alone (theme.GluedValuesKeepTheirQuotes), so ``[1]['w']`` reads as the cell printed
+    it, never ``[1][‘w’]``."""
+    curled, straight = [], 0
+    for page in chapters():
+        soup = BeautifulSoup(book.page(page), "html.parser")
+        for span in soup.select("span.pasted-text"):
+            text = span.get_text()
+            straight += "'" in text
+            if any(q in text for q in "‘’“”"):
+                curled.append(f"{page}: {text}")
+    assert curled == []
+    assert straight  # some glued values do hold quotes (pytrees' key paths)
+
+
+@pytest.mark.book
 def test_footer_names_the_licence(book):
     footers = BeautifulSoup(book.page("numpy"), "html.parser").select("footer")
     assert "Apache License 2.0" in " ".join(" ".join(f.get_text(" ") for f in footers).split())

@@ -64,6 +64,7 @@ def _finish(app: Sphinx, exception: BaseException | None) -> None:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", theme.clear_rewritten)
+    app.add_transform(theme.GluedValuesKeepTheirQuotes)
     app.connect("builder-inited", stylesheets.restore_stylesheets)
     app.add_html_math_renderer("mathml", (mathml.visit_math, None), (mathml.visit_math_block, None))
     app.connect("doctree-resolved", theme.drop_thebe_nodes, priority=900)

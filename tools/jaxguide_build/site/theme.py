@@ -1,8 +1,9 @@
 """The theme's own parts, adjusted: Thebe dropped (the book offers Colab, not live
 code; sphinx-thebe's configuration was added twice and declared a constant twice, a
 console error), the theme mode set (``"auto"``, not the empty default the theme warns
-about), a description for each page, and the theme's script without its load-time pass
-over every code block (``book/_static/jaxguide-nav.js`` does it near the screen)."""
+about), a description for each page, glued values whose quotes stay straight, and the
+theme's script without its load-time pass over every code block
+(``book/_static/jaxguide-nav.js`` does it near the screen)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
+from sphinx.transforms import SphinxTransform
 
 from ..cache import write_atomic
 
@@ -117,3 +119,18 @@ def clear_rewritten(app: Sphinx) -> None:
     rewritten += list((static / "vendor" / "fontawesome").rglob("*.ttf"))
     for path in rewritten:
         path.unlink(missing_ok=True)
+
+
+class GluedValuesKeepTheirQuotes(SphinxTransform):
+    """A value glued into the prose (``{glue:text}``, a ``pasted-text`` inline) is what
+    a cell printed, often Python (``[1]['w']``): Sphinx's smart quotes would curl its
+    quotes (``[1][‘w’]``) and the prose would no longer match the output. Runs before
+    Sphinx's SmartQuotes transform (priority 750), which skips a node whose
+    ``support_smartquotes`` is False."""
+
+    default_priority = 740
+
+    def apply(self, **kwargs: Any) -> None:
+        for node in self.document.findall(nodes.inline):
+            if "pasted-text" in node.get("classes", ()):
+                node["support_smartquotes"] = False
