@@ -39,16 +39,19 @@ book: env
 	$(VENV)/bin/jupyter-book build book/
 
 # ruff, the browser's dependencies and the environment's bytecode run side by side (-j)
-# before the tests; the type check (mypy, about 40 s of one core) runs beside them, at a
-# lower priority than the book build, and its report follows pytest's. Either failing
-# fails make test.
+# before the tests. The type check (mypy, about 40 s of one core) waits for the tests'
+# last part: Lighthouse's runs, which must have the machine to themselves and use one
+# core, start by writing _build/.idle-phase (tests/conftest.py; so does the end of the
+# session); mypy then runs on the other core, at the lowest priority, and its report
+# follows pytest's. Either failing fails make test.
 test: $(VENV)/.synced
 	@$(MAKE) --no-print-directory -j4 ruff browser-deps lighthouse-deps $(VENV)/.compiled
-	@mkdir -p _build && rm -f _build/mypy.log
-	@nice -n 10 $(VENV)/bin/mypy > _build/mypy.log 2>&1 & typecheck=$$!; \
+	@mkdir -p _build && rm -f _build/mypy.log _build/.idle-phase
+	@( while [ ! -e _build/.idle-phase ]; do sleep 1; done; \
+	   exec nice -n 19 $(VENV)/bin/mypy > _build/mypy.log 2>&1 ) & typecheck=$$!; \
 	$(VENV)/bin/python -m pytest; tests=$$?; \
-	wait $$typecheck; typed=$$?; \
-	echo "mypy (run beside the tests):"; cat _build/mypy.log; \
+	touch _build/.idle-phase; wait $$typecheck; typed=$$?; \
+	echo "mypy (run beside the tests' last part):"; cat _build/mypy.log; \
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # Every test not marked book or browser (pyproject.toml, [tool.pytest.ini_options]);

@@ -180,6 +180,26 @@ def wheel_notebooks(tmp_path_factory: pytest.TempPathFactory) -> wheelrun.WheelR
     return wheelrun.result()
 
 
+#: Written when the session's ``idle`` tests start (Lighthouse, alone at the end, on one
+#: core), or when the session ends without any: ``make test`` starts the type check then,
+#: at the lowest priority, on the core they leave free (Makefile, ``test``).
+IDLE_PHASE = ROOT / "_build" / ".idle-phase"
+
+
+def _enter_idle_phase() -> None:
+    IDLE_PHASE.parent.mkdir(parents=True, exist_ok=True)
+    IDLE_PHASE.touch()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("idle") is not None and not IDLE_PHASE.exists():
+        _enter_idle_phase()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _enter_idle_phase()
+
+
 _SESSION_START = time.time()
 
 

@@ -90,7 +90,8 @@ def site(book):
     base, server = serve(book.html)
     worker = _start_background_checks(base, book.html)
     yield base
-    worker.join(timeout=BACKGROUND_TIMEOUT)
+    _STOP.set()  # a session that ends early (a failure with -x, Ctrl-C) does not wait
+    worker.join(timeout=60)
     server.shutdown()
     server.server_close()
 
@@ -102,7 +103,8 @@ def site(book):
 # Their tests run after the other tests of the built book (tests/bookcheck.py:
 # suite_order puts the tests that use ``background`` there) and read the results.
 BACKGROUND: dict[tuple[str, ...], concurrent.futures.Future[Any]] = {}
-BACKGROUND_TIMEOUT = 900  # seconds: the longest the session waits for the thread to end
+BACKGROUND_TIMEOUT = 900  # seconds: the longest a test waits for its result
+_STOP = threading.Event()  # set when the site closes: the checks not yet run are not
 
 
 def _background_jobs(base: str, html: Path) -> list[tuple[tuple[str, ...], Callable[[Any], Any]]]:
@@ -142,6 +144,9 @@ def _run_jobs(jobs: list[tuple[tuple[str, ...], Callable[[Any], Any]]]) -> None:
             chrome = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             try:
                 for (_, job), future in zip(jobs, pending, strict=True):
+                    if _STOP.is_set():
+                        future.cancel()
+                        continue
                     try:
                         future.set_result(job(chrome))
                     except BaseException as err:  # the test that reads it raises it
