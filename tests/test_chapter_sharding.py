@@ -219,3 +219,27 @@ def test_sharding_random_and_repeat(book):
     assert g["repeat_gather"] == ("all-gather", f"f32[{rows // devices},{cols}]", devices)
     # the repeats' running sum, one int per output row (32), split then gathered
     assert g["repeat_index_gather"] == [("all-gather", f"s32[{32 // devices}]", devices)]
+
+
+def test_sharding_view_ref_custom_partitioning(book):
+    """view(float32) of a split complex64 array: the thread's rows-split case runs, a
+    split last dimension is still refused, stack-and-reshape keeps it split
+    (jax-ml/jax#33787). A Ref's read keeps its Explicit type (jax-ml/jax#26936).
+    custom_partitioning callbacks see Auto axes (jax-ml/jax#34811)."""
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    # 8 x 8 complex64 viewed as float32: the last dimension doubles to 16.
+    assert g["paired_type"] == "float32[8,16@d]" and g["paired_type"] in text
+    assert "ShardingTypeError: Use `.at[...].set/add/mul/...(out_sharding=)`" in text
+    assert g["ref_type"] == "Ref{float32[8@x,8@y]}" and g["ref_type"] in text
+    assert g["cp_mesh_types"] == "(Auto,)"
+
+
+def test_sharding_shuffle(book):
+    """A vmapped permutation of a batch split over 8 devices sends nothing with the
+    default Threefry; with the older one the key split gathers uint32 key bits
+    (jax-ml/jax#20381)."""
+    g = glued(book, "sharding")
+    assert g["shuffle_sent"] == {}
+    assert "all-gather" in g["old_split_kinds"]
+    assert set(g["old_split_kinds"]) <= {"all-gather", "collective-permute"}
