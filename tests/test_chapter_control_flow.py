@@ -185,8 +185,10 @@ def test_control_flow_carry_rule_and_map(book):
     assert demo["chunked"][-1] == ("concatenate", "float32[6]")
     # The wording fixes of the review.
     assert "compiles once, for all values of n" in text
-    # The carry question links a thread whose carry really changes type.
-    assert "jax-ml/jax#3154" in text and "#22045" not in text
+    # The carry question links a thread whose carry really changes type; #22045
+    # (a device_put carry that never changed type) is linked from the mixed-carry
+    # cell that runs its case, not as the carry question.
+    assert "jax-ml/jax#3154" in text
 
 
 def test_control_flow_run_time_is_measured(book):
@@ -234,3 +236,57 @@ def test_lax_map_memory(book):
     rows_bytes = 6 * 1000 * 4
     assert rows_bytes <= g["map_temps"]["row_norm"]["batch_size=4"] < rows_bytes + 1024
     assert float(g["vmap_over_map"]) > 8
+
+
+def test_control_flow_question_bank_answers(book):
+    """The answers added for the question bank: a mixed carry through device_put
+    (#22045), an empty scan (#20399), scan's residuals (#15906) and a boolean mask
+    of the wrong shape (#7329)."""
+    text = page_text(book, "control_flow")
+    g = glued(book, "control_flow")
+    raised = [(e.name, e.message) for e in errors(book, "control_flow")]
+    # Ten steps of x + t: the derivative of their sum is 10, device_put or not.
+    assert float(g["mixed_carry_grad"]) == 10.0 and g["mixed_carry_grad"] in text
+    # An empty xs: the body is traced once for a () slice and never run; indexing
+    # the empty carry raises at trace time; a Python if on the length skips it.
+    assert g["scan_empty"] == {
+        "traced slices": [()],
+        "steps run": 0,
+        "outputs": (0,),
+        "marked": ((0,), [1.0, 1.0, 1.0]),
+    }
+    assert any(n == "IndexError" and "out of bounds for axis 0 with size 0" in m for n, m in raised)
+    # grad of a scan: a forward scan, then one in reverse; the residuals double with
+    # the length, except when every step reads the history (T copies of T rows).
+    assert g["grad_scans"] == [False, True]
+    saved = g["saved_bytes"]
+    assert set(saved) == {
+        "stacked outputs",
+        "carry, written",
+        "carry, read each step",
+        "running sum instead",
+    }
+    for kind, (b32, b64) in saved.items():
+        ratio = b64 / b32
+        if kind == "carry, read each step":
+            assert 3.5 < ratio <= 4.0
+            # at least two float32 copies of the (T, 16) history per step
+            assert b64 >= 2 * 64 * 64 * 16 * 4
+        else:
+            assert 1.9 < ratio < 2.1
+    assert float(g["saved_linear"]) == pytest.approx(
+        saved["carry, written"][1] / saved["carry, written"][0], abs=0.005
+    )
+    assert float(g["saved_quadratic"]) == pytest.approx(
+        saved["carry, read each step"][1] / saved["carry, read each step"][0], abs=0.005
+    )
+    assert float(g["saved_running"]) == pytest.approx(
+        saved["running sum instead"][1] / saved["running sum instead"][0], abs=0.005
+    )
+    assert g["running_sum_same"] is True
+    for key in ("saved_linear", "saved_quadratic", "saved_running"):
+        assert g[key] in text
+    # A (2,) mask on 4 elements is refused: read, read under jit, update.
+    assert g["mask_shape_errors"] == sorted(["x[mask]", "x[mask] under jit", "x.at[mask].set(0.0)"])
+    for thread in ("22045", "20399", "15906", "7329"):
+        assert f"jax-ml/jax#{thread}" in text
