@@ -104,7 +104,7 @@ def site(book):
 # suite_order puts the tests that use ``background`` there) and read the results.
 BACKGROUND: dict[tuple[str, ...], concurrent.futures.Future[Any]] = {}
 BACKGROUND_TIMEOUT = 900  # seconds: the longest a test waits for its result
-_STOP = threading.Event()  # set when the site closes: the checks not yet run are not
+_STOP = threading.Event()  # set when the site closes: checks not yet run are cancelled
 
 
 def _background_jobs(base: str, html: Path) -> list[tuple[tuple[str, ...], Callable[[Any], Any]]]:
