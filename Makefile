@@ -15,7 +15,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test unit lint ruff format serve clean notebooks browser-deps lighthouse-deps
+.PHONY: env book test unit lint ruff format serve clean notebooks notebooks-check browser-deps lighthouse-deps
 
 # uv itself, in a folder of its own (pip's --target: no virtual environment to create).
 $(UV):
@@ -114,3 +114,10 @@ clean:
 # Regenerate notebooks/<chapter>.ipynb (for Colab) from the chapters; commit the result.
 notebooks: env
 	$(VENV)/bin/python tools/make_notebooks.py
+
+# Every Colab notebook run top to bottom from a wheel in a clean environment, and its
+# outputs compared with a strict build's (make test runs a sample: tests/wheelrun.py).
+# About 8 minutes on 2 cores, on top of the build.
+notebooks-check: env
+	JAXGUIDE_WHEEL_RUN=all $(VENV)/bin/python -m pytest -q \
+		tests/test_notebooks.py tests/test_reproducible.py

@@ -68,7 +68,8 @@ def test_launch_runs_every_process_and_returns_outputs_in_order(tmp_path):
         pid = int(os.environ["JAXGUIDE_PROCESS_ID"])
         time.sleep(0.3 * (2 - pid))            # later ids finish first: the order must not depend on it
         print(pid, os.environ["JAXGUIDE_NUM_PROCESSES"], os.environ["JAXGUIDE_LOCAL_DEVICES"],
-              os.environ["JAXGUIDE_COORDINATOR"], os.environ["EXTRA"])
+              os.environ["JAXGUIDE_COORDINATOR"], os.environ["EXTRA"],
+              os.environ["JAX_PLATFORMS"])
     """,
     )
     results = distributed.launch(
@@ -81,7 +82,15 @@ def test_launch_runs_every_process_and_returns_outputs_in_order(tmp_path):
     coordinators = {f[3] for f in fields}
     assert len(coordinators) == 1 and coordinators.pop().startswith("127.0.0.1:")
     assert all(f[4] == "x" for f in fields)
+    # The simulated devices are CPU devices: on a GPU machine the processes must not
+    # all start on its GPU.
+    assert all(f[5] == "cpu" for f in fields)
     assert all(gone(r.pid) for r in results)
+    # env replaces the platform, as it does any variable.
+    chosen = distributed.launch(
+        path, n_processes=1, timeout=60, env={"EXTRA": "y", "JAX_PLATFORMS": "cuda,cpu"}
+    )
+    assert chosen[0].output.split()[4:] == ["y", "cuda,cpu"]
     text = distributed.format_outputs(results)
     assert text.index("── process 0 (exit 0) ──") < text.index("── process 2 (exit 0) ──")
 

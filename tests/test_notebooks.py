@@ -12,6 +12,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 import make_notebooks
+import wheelrun
 from bookcheck import ROOT
 
 CHAPTERS = make_notebooks.chapters()
@@ -229,8 +230,26 @@ def test_colab_and_download_buttons(book):
 
 @pytest.mark.book
 def test_notebooks_run_from_a_wheel_in_a_clean_environment(wheel_notebooks):
-    """Every notebook ran top to bottom where jaxguide came from a wheel, from a folder
-    holding nothing but the notebooks (tests/conftest.py runs them once per session;
-    tests/test_reproducible.py compares their outputs with the book's)."""
+    """The chosen notebooks (tests/wheelrun.py: a sample, or all with
+    JAXGUIDE_WHEEL_RUN=all) ran top to bottom where jaxguide came from a wheel, from a
+    folder holding nothing but the notebooks, after every module of the wheel imported
+    there (tests/conftest.py runs them once per session; tests/test_reproducible.py
+    compares their outputs with the book's)."""
     assert wheel_notebooks.failures == []
-    assert sorted(p.stem for p in wheel_notebooks.executed.glob("*.ipynb")) == sorted(CHAPTERS)
+    assert wheel_notebooks.chapters == wheelrun.chosen(sorted(CHAPTERS))
+    assert sorted(p.stem for p in wheel_notebooks.executed.glob("*.ipynb")) == sorted(
+        wheel_notebooks.chapters
+    )
+
+
+def test_the_wheel_run_sample_is_made_of_chapters(monkeypatch):
+    """The sample names executed chapters (a renamed chapter would silently leave it);
+    JAXGUIDE_WHEEL_RUN=all chooses every chapter, and a misspelt value is refused."""
+    assert set(wheelrun.SAMPLE) <= set(CHAPTERS)
+    monkeypatch.delenv(wheelrun.CHOICE_VARIABLE, raising=False)
+    assert wheelrun.chosen(sorted(CHAPTERS)) == sorted(wheelrun.SAMPLE)
+    monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "all")
+    assert wheelrun.chosen(sorted(CHAPTERS)) == sorted(CHAPTERS)
+    monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "everything")
+    with pytest.raises(ValueError, match="JAXGUIDE_WHEEL_RUN='everything'"):
+        wheelrun.chosen(sorted(CHAPTERS))

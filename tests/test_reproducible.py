@@ -1,18 +1,21 @@
-"""Two independent executions of every chapter show identical outputs, apart from cells
+"""Two independent executions of a chapter show identical outputs, apart from cells
 tagged `measured` (timings) and build-only cells: the book's build, and the chapter's
 Colab notebook run from a wheel in a clean environment (tests/conftest.py). The two run
 in different folders, processes and environments, so a chapter whose outputs depend on
-a path, a clock, leftover files or unseeded randomness fails here."""
+a path, a clock, leftover files or unseeded randomness fails here. ``make test``
+compares the sample of chapters tests/wheelrun.py runs from the wheel;
+``make notebooks-check`` (JAXGUIDE_WHEEL_RUN=all) compares every chapter."""
 
 from __future__ import annotations
 
 import pytest
 
+import wheelrun
 from bookcheck import comparable_outputs, executed_chapters, load, output_differences
 
 
 @pytest.mark.book
-@pytest.mark.parametrize("chapter", executed_chapters())
+@pytest.mark.parametrize("chapter", wheelrun.chosen(executed_chapters()))
 def test_book_and_notebook_executions_have_identical_outputs(book, wheel_notebooks, chapter):
     other = wheel_notebooks.executed / f"{chapter}.ipynb"
     assert other.is_file(), f"the notebook of {chapter} did not run"

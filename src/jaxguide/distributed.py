@@ -173,7 +173,10 @@ def launch(
         timeout: seconds before every process is stopped and :class:`LaunchError` raised.
         port: the coordinator's port on 127.0.0.1; ``None`` picks a free one. A port
             already in use is refused before anything starts.
-        env: extra environment variables for the processes.
+        env: extra environment variables for the processes. The processes run on
+            the CPU backend (``JAX_PLATFORMS=cpu``), since the devices they simulate
+            are CPU devices: on a machine with a GPU, the processes would otherwise
+            all start on that one GPU. A ``JAX_PLATFORMS`` in ``env`` replaces it.
         stop_on_failure: if ``True`` (the default), the first process that exits
             with an error stops all the others and raises :class:`LaunchError`. If
             ``False``, the launcher does not interfere: it waits until every process
@@ -218,7 +221,7 @@ def launch(
                 f"launch: port {port} on {HOST} is already in use, so the coordinator cannot listen there; "
                 "pass port=None to pick a free port, or stop what is using it."
             )
-    base_env = {**os.environ, **(env or {})}
+    base_env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
     base_env.update(
         {
             ENV["coordinator"]: f"{HOST}:{port}",
