@@ -154,6 +154,7 @@ def book(_book_build: None) -> BuiltBook:
         pytest.fail(f"strict book build failed (exit {code}):\n{tail}", pytrace=False)
     # Keep a copy of the log without its colours next to the build for anyone debugging.
     (build.out / "build.log").write_text(re.sub(r"\x1b\[[0-9;]*m", "", log))
+    _enter_idle_phase()
     return BuiltBook(build.out, log, build.seconds)
 
 
@@ -180,9 +181,10 @@ def wheel_notebooks(tmp_path_factory: pytest.TempPathFactory) -> wheelrun.WheelR
     return wheelrun.result()
 
 
-#: Written when the session's ``idle`` tests start (Lighthouse, alone at the end, on one
-#: core), or when the session ends without any: ``make test`` starts the type check then,
-#: at the lowest priority, on the core they leave free (Makefile, ``test``).
+#: Written once the session's book is built (from then on the tests leave part of the
+#: machine idle: the browser checks and Lighthouse use about one core), when the
+#: ``idle`` tests start, or when the session ends: ``make test`` starts the type check
+#: then, at the lowest priority, on what they leave free (Makefile, ``test``).
 IDLE_PHASE = ROOT / "_build" / ".idle-phase"
 
 

@@ -26,6 +26,7 @@ import functools
 import gzip
 import importlib.util
 import json
+import queue
 import statistics
 import sys
 import threading
@@ -86,18 +87,19 @@ NO_CHROMIUM = (
 @pytest.fixture(scope="session")
 def site(book):
     """The test build's HTML served on 127.0.0.1 (a free port), gzip on. The checks that
-    open every page (:data:`BACKGROUND`) start here, in a thread of their own."""
+    open every page (:data:`BACKGROUND`) start here, in threads of their own."""
     base, server = serve(book.html)
-    worker = _start_background_checks(base, book.html)
+    workers = _start_background_checks(base, book.html)
     yield base
     _STOP.set()  # a session that ends early (a failure with -x, Ctrl-C) does not wait
-    worker.join(timeout=60)
+    for worker in workers:
+        worker.join(timeout=60)
     server.shutdown()
     server.server_close()
 
 
-# The checks that open every page (each page's problems, axe-core in dark mode) run in a
-# thread with a Chromium of its own, started with the site, while the session's main
+# The checks that open every page (each page's problems, axe-core in dark mode) run in
+# threads with a Chromium each (LANES), started with the site, while the session's main
 # thread runs the other tests of the built book: the main thread is what the session
 # waits on once the book is built, and these checks are most of its browser time.
 # Their tests run after the other tests of the built book (tests/bookcheck.py:
@@ -108,7 +110,7 @@ _STOP = threading.Event()  # set when the site closes: checks not yet run are ca
 
 
 def _background_jobs(base: str, html: Path) -> list[tuple[tuple[str, ...], Callable[[Any], Any]]]:
-    """What the thread does, in order: every page's checks, then dark mode."""
+    """What the lanes do, in order: every page's checks, then dark mode."""
 
     def page(name: str) -> Callable[[Any], Any]:
         def check(chrome: Any) -> tuple[list[str], int, dict]:
@@ -135,15 +137,28 @@ def _background_jobs(base: str, html: Path) -> list[tuple[tuple[str, ...], Calla
     return jobs
 
 
-def _run_jobs(jobs: list[tuple[tuple[str, ...], Callable[[Any], Any]]]) -> None:
+def _run_jobs(jobs: queue.SimpleQueue) -> None:
+    """One lane: a Chromium of its own, taking the next job from the shared queue until
+    none is left."""
     from playwright.sync_api import sync_playwright
 
-    pending = [BACKGROUND[key] for key, _ in jobs]
+    def fail_the_rest(err: BaseException) -> None:
+        while True:
+            try:
+                _, _, future = jobs.get_nowait()
+            except queue.Empty:
+                return
+            future.set_exception(err)
+
     try:
         with sync_playwright() as pw:  # Playwright's sync API: one instance per thread
             chrome = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             try:
-                for (_, job), future in zip(jobs, pending, strict=True):
+                while True:
+                    try:
+                        _, job, future = jobs.get_nowait()
+                    except queue.Empty:
+                        return
                     if _STOP.is_set():
                         future.cancel()
                         continue
@@ -153,20 +168,30 @@ def _run_jobs(jobs: list[tuple[tuple[str, ...], Callable[[Any], Any]]]) -> None:
                         future.set_exception(err)
             finally:
                 chrome.close()
-    except BaseException as err:  # no browser: every check that has not run says why
-        for future in pending:
-            if not future.done():
-                future.set_exception(err)
+    except BaseException as err:  # no browser: every check not yet taken says why
+        fail_the_rest(err)
 
 
-def _start_background_checks(base: str, html: Path) -> threading.Thread:
+#: Lanes, each a thread with a Chromium: two, because once the book is built the
+#: session's main thread leaves a core to them for most of their time, and these checks
+#: are what the session then waits on.
+LANES = 2
+
+
+def _start_background_checks(base: str, html: Path) -> list[threading.Thread]:
     if chromium_path() is None:
         pytest.fail(NO_CHROMIUM, pytrace=False)
-    jobs = _background_jobs(base, html)
-    BACKGROUND.update({key: concurrent.futures.Future() for key, _ in jobs})
-    worker = threading.Thread(target=_run_jobs, args=(jobs,), name="browser-checks", daemon=True)
-    worker.start()
-    return worker
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+    for key, job in _background_jobs(base, html):  # in order: pages, then dark mode
+        BACKGROUND[key] = concurrent.futures.Future()
+        jobs.put((key, job, BACKGROUND[key]))
+    workers = [
+        threading.Thread(target=_run_jobs, args=(jobs,), name=f"browser-checks-{i}", daemon=True)
+        for i in range(LANES)
+    ]
+    for worker in workers:
+        worker.start()
+    return workers
 
 
 @pytest.fixture(scope="session")
