@@ -256,6 +256,81 @@ def test_remat_and_offload(book):
     assert g["offload_example"].startswith("f32<host>[")
 
 
+def test_created_sharded(book):
+    """A layer born under the FSDP rules, and what an initialiser costs per device:
+    an eighth with today's random-number generator, more than the whole matrix in
+    temporaries with the old one (jax-ml/jax#19893); zeros with out_shardings, an
+    eighth and no temporaries (jax-ml/jax#14075)."""
+    g = glued(book, "scaling")
+    assert g["born_layout"] == ("W_up[I_{data,model}, J]", (WIDTH // 8, 4 * WIDTH))
+    whole = 4 * 4096 * 4096  # the 4096 x 4096 float32 matrix
+    mem = g["born_mem"]
+    (one_out, one_temp), (out, temp) = mem["normal, one device"], mem["normal, 8 devices"]
+    assert one_out == whole and out == whole // 8
+    assert 7.9 < one_temp / temp < 8.1
+    assert mem["old generator"][1] > whole
+    assert mem["zeros, one device"][0] == whole
+    assert mem["zeros, 8 devices"] == [whole // 8, 0]
+    assert g["born_out"] == g["zeros_piece"] == format_bytes(whole // 8)
+    assert g["born_temp"] == format_bytes(temp)
+    assert g["old_temp"] == format_bytes(mem["old generator"][1])
+
+
+def test_eval_shape_shardings(book):
+    """eval_shape reports no sharding for a constraint on an Auto mesh, and the
+    sharding where tracing alone knows it (jax-ml/jax#19656)."""
+    specs = glued(book, "scaling")["eval_shape_specs"]
+    assert specs == {
+        "constraint inside, Auto": "None",
+        "out_shardings": "P('data', 'model')",
+        "reshard, Explicit": "P('data', 'model')",
+        "compiled, constraint": "P('data', 'model')",
+    }
+
+
+def test_flop_counting(book):
+    """cost_analysis: a matmul is 2 m n k; a scan's body is counted once
+    (jax-ml/jax#18672, #20184)."""
+    g = glued(book, "scaling")
+    hand = 2 * 256**3
+    seen = g["flops_seen"]
+    one = seen["1 layer, unrolled"]
+    assert hand <= one < 1.01 * hand
+    assert seen["8 layers, unrolled"] == 8 * one
+    assert seen["1 layer, scan"] == seen["8 layers, scan"] == one
+    assert g["matmul_hand"] == f"{hand:,}"
+    assert g["tanh_flops"] == f"{one - hand:,.0f}"
+
+
+def test_checkpoint_policies(book):
+    """What the GPT's backward pass keeps under the shipped policies
+    (jax-ml/jax#12417): the two dots policies differ by attention's two einsums."""
+    g = glued(book, "scaling")
+    kept = g["policy_kept"]
+    heads = 4
+    batched = LAYERS * 4 * (BATCH * heads * SEQ * SEQ + BATCH * SEQ * WIDTH)
+    assert kept["dots_saveable"] - kept["dots_with_no_batch_dims_saveable"] == batched
+    assert g["batched_bytes"] == format_bytes(batched)
+    assert kept["nothing_saveable"] == kept["no policy"]
+    assert abs(kept["everything_saveable"] - kept["no checkpoint"]) < 64
+    assert (
+        kept["nothing_saveable"]
+        < kept["dots_with_no_batch_dims_saveable"]
+        < kept["dots_saveable"]
+        < kept["everything_saveable"]
+    )
+    # The same two measures as the remat section's.
+    assert format_bytes(kept["no checkpoint"]) == g["res_before"]
+    assert format_bytes(kept["no policy"]) == g["res_after"]
+
+
+def test_explicit_axes_survive_a_checkpoint(book):
+    """An array on an Explicit mesh restored with no target (google/orbax#2408)."""
+    typ, axes = glued(book, "scaling")["explicit_restored"]
+    assert typ == "float32[64@(data,model),256]"
+    assert axes == ["Explicit", "Explicit"]
+
+
 def test_checkpoint_across_meshes(book):
     g = glued(book, "scaling")
     assert g["restored_equal"] == 3 * int(g["n_arrays"]) + 1  # params, 2 moments, count
