@@ -257,3 +257,45 @@ def test_roofline_exercise(book):
             ("8192", "H100 SXM", "hidden"),
         ]
     ), rows
+
+
+def test_bf16_weights_float32_gradients(book):
+    """jax#30337: differentiating at a float32 copy of bfloat16 weights gives float32
+    gradients, twice the bytes of the bfloat16 weights the function is passed."""
+    g = glued(book, CH)
+    assert g["bf16w_dtypes"] == ["bfloat16", "float32"]
+    w16 = (WEIGHT_ELEMS + sum(SIZES[1:])) * 2  # weights and biases, by hand
+    assert g["bf16w_weights"] == format_bytes(w16)
+    assert g["bf16w_out"] == format_bytes(2 * w16)
+
+
+def test_matmul_precision_settings(book):
+    """jax#1856: each global setting is written into the program; a call's own
+    precision= is kept under all of them."""
+    g = glued(book, CH)
+    names = g["precision_names"]
+    assert names["float32"] == names["config float32"] == "HIGHEST"
+    assert names["bfloat16"] == names["nothing set"] == "DEFAULT"
+    assert names["tensorfloat32"] == "HIGH"
+    assert g["precision_pinned"] == ["HIGHEST, HIGHEST"]
+
+
+def test_multisteps(book):
+    """optax#320: MultiSteps updates on the k-th call only, equals one step on the
+    whole batch, and a call's memory follows the batch it is given."""
+    g = glued(book, CH)
+    assert g["ms_changed"] == [False, False, False, True]
+    assert float(g["ms_err"]) < 1e-5
+    assert float(g["ms_temp_ratio"]) > 2
+    assert g["ms_acc_bytes"] == format_bytes(WEIGHT_ELEMS * 4 + BIAS_BYTES)
+
+
+def test_solver_loop_in_one_program(book):
+    """jax#7550: one program for any number of Newton iterations, its temporaries the
+    Jacobian and a few arrays its size."""
+    g = glued(book, CH)
+    jac = (16 * 16) ** 2 * 4  # a (256, 256) float32 Jacobian, by hand
+    assert g["newton_jac"] == format_bytes(jac)
+    assert jac <= g["newton_temp_bytes"] < 8 * jac
+    assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
+    assert float(g["newton_residual"]) < 1e-5
