@@ -203,3 +203,22 @@ def test_freezing_and_injected_learning_rates(book):
     assert g["lr_compiles"] == (2, 1)
     # warmup_cosine_decay_schedule(0 -> 3e-3 over 60 steps): linear warmup.
     assert g["lr_used"] == pytest.approx([0.0, 3e-3 / 60, 2 * 3e-3 / 60], rel=1e-4, abs=1e-12)
+
+
+def test_training_bank_questions(book):
+    g = glued(book, "training")
+    text = page_text(book, "training")
+    # inject_hyperparams with a constant rate: every numeric argument becomes a float32
+    # array, b1 and b2 included, and the run differs from its first update; with b1 and
+    # b2 static the run is the plain one bit for bit.
+    assert g["inject_dtypes"] == ["float32"]
+    assert float(g["inject_diff"]) > 0 and g["inject_diff"] in text
+    assert float(g["inject_static_diff"]) == 0
+    # The bounded dispatch queue: when 120 calls that never wait end, far fewer steps
+    # are still queued.
+    assert 0 <= float(g["queue_ahead"]) < 120 / 2
+    # The prose shows it (not the printed line, which has a colon after "ended").
+    assert f"the loop ended, about {g['queue_ahead']} steps" in " ".join(text.split())
+    # nnx.eval_shape of a train-mode call of the abstract model with BatchNorm: a batch of
+    # 128 points in the plane gives 3 logits each.
+    assert g["bn_eval_shape"] == [128, 3]
