@@ -48,6 +48,11 @@ def test_printing_and_callbacks(book):
     assert g["loop_steps"] == 2 * 3
     assert g["loop_hoisted"] == 1
     assert g["loop_remat"] == 2 * g["loop_steps"]
+    # A print adds one equation to the jaxprs of jvp and grad and moves no other:
+    # last under jvp (sin, cos, 3 products, integer_pow, then the print), before the
+    # backward pass's two products under grad.
+    assert g["print_keeps_order"] == {"jvp": True, "grad": True}
+    assert g["print_position"] == {"jvp": 6, "grad": 4}
 
 
 def test_errors_are_the_ones_the_prose_names(book):
@@ -99,6 +104,21 @@ def test_leaked_tracer(book):
     first, *referrers = g["leak_report"]
     assert first.startswith("Leaked trace DynamicJaxprTrace")
     assert any("is referred to by <list>[0]" in line for line in referrers)
+    # The same leak three times: the report names the attribute, unless the object was
+    # held by a closure that is gone; then the report fails with an IndexError
+    # (jax-ml/jax#26560). Each traceback still points at the leaking jit call.
+    leaks = g["leak_indexerror"]
+    for name in ("no_closure", "live_closure"):
+        raised, link, at = leaks[name]
+        assert raised.startswith("Exception: Leaked trace DynamicJaxprTrace")
+        assert link == "<DynamicJaxprTracer> is referred to by <Model>.last_input"
+        assert at[-1].startswith("return jax.jit(model.apply)(")
+    raised, link, at = leaks["dropped_closure"]
+    assert (raised, link) == ("IndexError: list index out of range", None)
+    assert at[-1] == "return jax.jit(model.apply)(xs[0])"
+    # Walking the stack while traced (jax-ml/jax#28032) raises nothing on this build.
+    assert g["stack_walk"] == "returned 2.0"
+    assert g["python_version"].startswith("3.")  # the prose names the Python it ran on
 
 
 def test_checkify_disable_jit_and_out_of_bounds(book):
