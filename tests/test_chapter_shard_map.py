@@ -209,3 +209,34 @@ def test_old_errors_non_arrays_and_vmap(book):
     totals = [sum(range(16 * r, 16 * r + 16)) for r in range(4)]
     assert specs["{}"] == ("P()", totals)
     assert specs["{'spmd_axis_name': 'b'}"] == ("P('b',)", totals)
+
+
+def test_inspect_inside(g):
+    # Inside the body the block is one array on every device; the split shows outside.
+    assert g["inspect_inside"] == "P()"
+    assert g["inspect_outside"] == "P('x',)"
+
+
+def test_mesh_cache(g):
+    # Two meshes of 4 devices each, called left, right, left, right: one compilation
+    # per device set either way; the abstract mesh traces the body once.
+    device_sets = 2
+    assert g["mesh_cache"] == {
+        "mesh as static argument": [device_sets, device_sets],
+        "abstract mesh": [1, device_sets],
+    }
+    assert (g["mesh_abstract_traces"], g["mesh_compiles"]) == (1, device_sets)
+
+
+def test_choice_and_closure(g):
+    # A vmap-ed choice under shard_map: the one-device draws, every one allowed.
+    assert g["choice_sharded"] == [True, True]
+    # 8 numbers vmapped over the 8-device axis; a closure under spmd_axis_name gets
+    # P_DEV times too many back.
+    n = P_DEV
+    assert g["closure_shapes"] == {
+        "as_argument {'spmd_axis_name': 'x'}": [n],
+        "closed_over {}": [n],
+        "closed_over {'spmd_axis_name': 'x'}": [n * P_DEV],
+    }
+    assert g["closure_wrong"] == n * P_DEV == 64
