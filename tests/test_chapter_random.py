@@ -40,8 +40,8 @@ def test_random_keys(g):
 def test_random_key_reuse_checker(book, g):
     cells = [c for c in load(book.notebook("random"))["cells"] if c["cell_type"] == "code"]
     raised = errors(book, "random")
-    # Arithmetic on a typed key, then the reuse checker.
-    assert [e.name for e in raised] == ["TypeError", "KeyReuseError"]
+    # Arithmetic on a typed key, the reuse checker, then split given a batch of keys.
+    assert [e.name for e in raised] == ["TypeError", "KeyReuseError", "ValueError"]
     assert "add does not accept dtypes key<fry>" in raised[0].message
     i = raised[1].cell
     assert 'jax_debug_key_reuse", True' in raised[1].source
@@ -135,3 +135,47 @@ def test_random_keys_from_names_and_seeds(g):
     for seed in bits:
         assert bits[seed] == [0, seed % 2**32]
     assert bits[-1] == bits[2**32 - 1] and bits[2**32] == bits[0]
+
+
+def test_random_split_of_a_batch_of_keys(book):
+    raised = errors(book, "random")[2]
+    assert raised.name == "ValueError"
+    assert "jax.random.split(batch_keys)" in raised.source
+    assert "split accepts a single key" in raised.message
+    assert "Use jax.vmap for batching" in raised.message
+
+
+def test_random_flag_under_jit(g):
+    import jax
+
+    flag = g["flag_jit"]
+    assert list(flag) == ["on", "off inside", "off around", "on again"]
+    for eager, compiled in flag.values():
+        assert eager == compiled  # jit draws what eager code draws
+    assert flag["on"] == flag["on again"] and flag["off inside"] == flag["off around"]
+    assert flag["on"] != flag["off inside"]
+    # The two numbers, recomputed here.
+    key = jax.random.key(72)
+    assert flag["on"][0] == int(jax.random.randint(key, (), 0, 100))
+    with jax.threefry_partitionable(False):
+        assert flag["off inside"][0] == int(jax.random.randint(key, (), 0, 100))
+
+
+def test_random_keys_through_autodiff(g):
+    import jax
+
+    next_key, key_bar, seed_bar = g["key_autodiff"]
+    assert next_key == "key<fry>"
+    assert key_bar == seed_bar == str(jax.dtypes.float0)
+
+
+def test_random_jit_draws_what_eager_draws(g):
+    import jax
+    import jax.numpy as jnp
+
+    assert g["jit_picks"] == (True, True, [0, 1])
+    # The share of class 1 over the page's 1000 keys, recomputed here.
+    keys = jax.random.split(jax.random.key(0), 1000)
+    picks = jax.vmap(lambda k: jax.random.categorical(k, jnp.zeros((1, 2)))[0])(keys)
+    assert float(g["share_of_ones"]) == pytest.approx(float(picks.mean()), abs=5e-4)
+    assert float(g["share_of_ones"]) == pytest.approx(0.5, abs=0.05)
