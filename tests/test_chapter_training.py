@@ -97,10 +97,6 @@ def test_training(book):
     # The host's cost per array is measured: identities over 1, the step's and 100 arrays.
     per_array_us = float(g["per_array_us"])
     assert per_array_us > 0
-    step_us = float(g["step_arrays_us"].replace(",", ""))
-    assert (
-        abs(step_us - per_array_us * g["step_arrays"]) <= 0.05 * per_array_us * g["step_arrays"] + 1
-    )
     assert f"identity over {g['step_arrays']} arrays returned after" in text
     assert "bound by dispatch" in text
     # The dispatch queue is bounded: early calls return at once, the last ones wait.
@@ -222,3 +218,5 @@ def test_training_bank_questions(book):
     # nnx.eval_shape of a train-mode call of the abstract model with BatchNorm: a batch of
     # 128 points in the plane gives 3 logits each.
     assert g["bn_eval_shape"] == [128, 3]
+    # Closing over a train-mode BatchNorm model still fails; passing it in works.
+    assert g["bn_closed_over"] == "TraceContextError"
