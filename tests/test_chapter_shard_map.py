@@ -240,3 +240,9 @@ def test_choice_and_closure(g):
         "closed_over {'spmd_axis_name': 'x'}": [n * P_DEV],
     }
     assert g["closure_wrong"] == n * P_DEV == 64
+
+
+def test_partial_manual_boundary(g):
+    # With model Explicit JAX's lowered program closes the columns at the shard_map's
+    # boundary (whole on every device, so every backend gathers); with Auto they stay open.
+    assert g["boundary_explicit"] == '[{"data"}, {}]'
