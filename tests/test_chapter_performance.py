@@ -64,7 +64,7 @@ def test_time_per_scope(book):
     assert g["phase_top"] == max(per_phase, key=per_phase.get)
     layers = sum(v for k, v in per_phase.items() if k.startswith("layer"))
     share = layers / sum(per_phase.values())
-    assert abs(share - pct(g["phase_layers_share"])) < 0.006 and share > 0.9
+    assert abs(share - pct(g["phase_layers_share"])) < 0.006 and share > 0.75
     # FLOPs by hand: a (512, m) @ (m, n) product is 2*512*m*n; a backward pass computes
     # the weight's gradient and, except for layer 0, the input's.
     flops = {}
