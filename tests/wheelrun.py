@@ -8,7 +8,7 @@ tests/test_notebooks.py checks that every chosen notebook ran.
 
 Which notebooks: ``make test`` runs :data:`SAMPLE`, and the wheel's every module is
 imported in that environment; ``JAXGUIDE_WHEEL_RUN=all`` (``make notebooks-check``)
-runs every notebook. The sample is what keeps ``make test`` within its 15 minutes: a
+runs every notebook. The sample is what brings ``make test`` to about 15 minutes: a
 second execution of all 20 chapters costs about 400 s of CPU on top of the build's.
 What the sample leaves to the build is safe to leave there: a notebook's code cells are
 its page's, made by tools/make_notebooks.py and checked up to date
