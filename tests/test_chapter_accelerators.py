@@ -44,9 +44,23 @@ def test_slurm_and_fallback(book):
     # SLURM_LOCALID -> one GPU per task (the claim also checks that both tasks saw
     # 4 local devices of 8 and exited cleanly).
     assert g["slurm_visible"] == "0, 1"
+    # Ids are the system's, hardware ids the process's own: task 1's 4 devices come
+    # after task 0's in the system, and are 0-3 on their own (counted by hand).
+    assert g["slurm_hw1"] == "0-3"
+    first, last = (int(i) for i in g["slurm_ids1"].split("-"))
+    assert last - first == 3 and first > 3
+    # JAX_LOCAL_DEVICE_IDS=0 overrides SLURM_LOCALID: both tasks on GPU 0 (the claim
+    # also checks they still formed one 8-device system).
+    assert g["slurm_pinned"] == "0, 0"
     # Unnamed, a missing CUDA backend falls back to the CPU (the claim checks JAX's
     # warning); named in JAX_PLATFORMS, it is an error.
     assert g["fallback_backend"] == "cpu" and g["fallback_named"] == "RuntimeError"
+    # A plugin whose library does not load: the same fall-back, its reason logged first.
+    assert g["broken_backend"] == "cpu"
+    out = cell_output(book, "accelerators", "broken = run_python(")
+    assert "logged first: Jax plugin configuration error" in out
+    assert "file too short" in out
+    assert "CUDA-enabled jaxlib is not installed" in out
 
 
 def test_cpu_specific_outputs_and_predictions(book):

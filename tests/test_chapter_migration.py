@@ -23,6 +23,8 @@ ROWS = {
     "jax.lib.xla_bridge": ("`from jax.lib import xla_bridge`", "removed"),
     "mesh_utils.create_device_mesh": ("`mesh_utils.create_device_mesh", "works"),
     "jax.sharding.PositionalSharding": ("`jax.sharding.PositionalSharding`", "removed"),
+    "jax.experimental.maps.Mesh": ("`jax.experimental.maps.Mesh`", "removed"),
+    "jax.experimental.PartitionSpec": ("`jax.experimental.maps.Mesh`", "removed"),
     "jax.experimental.shard_map": ("`from jax.experimental.shard_map", "deprecated"),
     "jax.tree_map": ("`jax.tree_map`", "removed"),
     "jax.tree_leaves": ("`jax.tree_leaves`", "removed"),
@@ -243,6 +245,53 @@ def test_change_log_column(book):
     assert "0.8.0" in row and "0.10.0" in row
     row = next(v for k, v in versions.items() if k.startswith("jax.tree_leaves"))
     assert row == "removed 0.6.0"
+
+
+def test_answers_added_for_the_question_bank(book):
+    text = page_text(book, "migration")
+    values = glued(book, "migration")
+    found = probes(book)
+    # jax.experimental.maps.Mesh and jax.experimental.PartitionSpec are gone.
+    assert found["jax.experimental.maps.Mesh"] == "fails: ModuleNotFoundError"
+    assert found["jax.experimental.PartitionSpec"] == "fails: AttributeError"
+    # pmap compiled ahead of time returns what a call returns (jax-ml/jax#31910).
+    assert values["pmap_compiled_same"] == "tuple"
+    assert "pair(x) tuple of shapes [(8, 4), (8,)]" in text
+    assert "lower.compile tuple of shapes [(8, 4), (8,)]" in text
+    assert "same values: True" in text
+    # shuffle -> permutation: whole rows move; independent=True mixes columns.
+    assert values["shuffle_rows_whole"] is True
+    lines = {
+        name: re.search(name + r" +((?:\[[\d, ]+\](?: \| )?)+)", text)
+        for name in ("grid", "permutation", "independent=True")
+    }
+    assert all(lines.values()), lines
+    rows = {
+        k: [tuple(map(int, r.split(", "))) for r in re.findall(r"\[([\d, ]+)\]", m[1])]
+        for k, m in lines.items()
+    }
+    grid = [tuple(range(3 * i, 3 * i + 3)) for i in range(4)]
+    assert rows["grid"] == grid
+    assert sorted(rows["permutation"]) == grid and rows["permutation"] != grid
+
+    def columns(rs):
+        return [sorted(r[j] for r in rs) for j in range(3)]
+
+    assert columns(rows["independent=True"]) == columns(grid)
+    assert sorted(rows["independent=True"]) != grid
+    assert rows["independent=True"][0] == (6, 7, 2)  # the row the prose quotes
+    shuffled = re.search(r"permutation\(key, 5\): \[([\d, ]+)\]", text)
+    assert shuffled and sorted(map(int, shuffled[1].split(", "))) == list(range(5))
+    # flax's replicate still runs and equals device_put of stacked copies.
+    assert "jax_utils.replicate: shape (8, 2), device 3 holds [[0.0, 1.0]]" in text
+    assert "equals device_put of 8 stacked copies: True" in text
+    # A function without inputs runs where jax.default_device says.
+    assert "no inputs, default: [0] | under default_device(devices()[3]): [3]" in text
+    # The Lowered compiles and runs: 2 sin(1).
+    import math
+
+    ran = re.search(r"lowered\.compile\(\)\(1\.0\) = (\d+\.\d+)", text)
+    assert ran and float(ran[1]) == round(2 * math.sin(1.0), 4)
 
 
 def source_of_chapter():
