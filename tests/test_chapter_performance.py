@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import math
 import re
 
 import pytest
@@ -299,3 +300,30 @@ def test_solver_loop_in_one_program(book):
     assert jac <= g["newton_temp_bytes"] < 8 * jac
     assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
     assert float(g["newton_residual"]) < 1e-5
+
+
+def test_names_inside_loops(book):
+    """jax#11930 and jax#7029: an annotation in a compiled loop's body marks its one
+    trace, not the iterations; a named_call function's operations carry its name, once
+    per iteration."""
+    g = glued(book, CH)
+    assert g["loop_marks"] == 1
+    assert g["loop_block_events"] == 5  # the scan's length: ws holds 5 weights
+    out = cell_output(book, CH, "def body(i, val):")
+    assert f"10! = {math.factorial(10)}" in out
+    assert "the Python body ran 1 time" in out and "'body step' events: 1" in out
+    named = re.findall(r"(\d+) × \S*/block/(\w+)", out)
+    assert len(named) >= 2 and {n for n, _ in named} == {"5"}, named
+    assert {"dot_general", "tanh"} <= {op for _, op in named}
+
+
+def test_exec_time_effort(book):
+    """jax#24625: the effort option reaches XLA through compiler_options; on XLA:CPU
+    it leaves the optimised HLO as it is (its compile time is shown, not compared: one
+    compilation on a shared machine)."""
+    g = glued(book, CH)
+    assert g["effort_same_hlo"] is True
+    assert float(g["effort_ms"]) > 0
+    out = cell_output(book, CH, '"exec_time_optimization_effort": -1.0')
+    assert "jax_exec_time_optimization_effort for the run: 0.0" in out
+    assert out.count("the default's HLO: True") == 3
