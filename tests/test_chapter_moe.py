@@ -286,3 +286,28 @@ def test_nonzero_with_a_size_is_a_capacity(book):
     chose, kept = g["nonzero_slots"]
     assert kept == min(chose, int(g["cap"])) and chose > 0
     assert "NonConcreteBooleanIndexError" in page_text(book, "moe")
+
+
+def test_nonzero_padding_and_the_three_argument_where(book):
+    """jax-ml/jax#7129 and #4418: 0-padding hides an empty mask; where(c, x, 0) keeps
+    the shape under jit, where the one-argument form needs a size."""
+    g = glued(book, "moe")
+    expected = {}
+    for name, first_true in (("no token", []), ("token 0", [0])):
+        expected[name] = [(first_true + [0])[:1], (first_true + [-1])[:1]]
+    assert g["nonzero_fill"] == expected
+    kept, chose = g["where_rows"]
+    assert kept == chose == int(g["n_three"]) == g["nonzero_slots"][0] > 0
+    text = page_text(book, "moe")
+    assert "The size argument of jnp.nonzero must be statically specified" in text
+
+
+def test_all_to_all_in_groups_and_vmap_inside_shard_map(book):
+    """jax-ml/jax#5861 (axis_index_groups) and #4141 (vmap inside the devices)."""
+    g = glued(book, "moe")
+    assert g["a2a_groups"] == {"[[0, 1], [2, 3]]": True, "[[0, 2], [1, 3]]": True}
+    want = np.arange(8).reshape(2, 2, 2).transpose(2, 1, 0).reshape(4, 2)
+    text = page_text(book, "moe")
+    assert f"groups [[0, 2], [1, 3]]: {want.tolist()}; as expected: True" in text
+    assert g["vmap_inside"] is True
+    assert "every block exchanged as on its own: True" in text
