@@ -45,6 +45,13 @@ def test_multiprocess(book):
             f"local devices:  {devices}",
             "global devices: [0, 1, 2, 3, 2048, 2049, 2050, 2051]",
         ]
+        # Each device names its process; the local ones are this process's (#8010),
+        # and Gloo carries the collectives between CPU processes (#11182).
+        owners = [q for q in range(2) for _ in range(4)]
+        assert world[p][3] == f"process_index:  {owners}"
+        everyone = [0, 1, 2, 3, 2048, 2049, 2050, 2051]
+        assert [d for d, q in zip(everyone, owners) if q == p] == devices
+        assert world[p][4] == "CPU collectives: gloo"
     assert float(g["global_sum"]) == EXPECTED
     for out in world:
         assert f"shard_map psum: {EXPECTED}" in out and f"jit sum:        {EXPECTED}" in out
@@ -83,10 +90,12 @@ def test_multiprocess(book):
     expected4 = sum((np.arange(8.0) + 100 * p).sum() for p in range(4))
     four = g["four_lines"]
     assert len(four) == 4 and all(f"shard_map psum: {expected4}" in out for out in four)
-    assert four[0][:4] == [
+    assert four[0][:6] == [
         "process 0 of 4",
         "local devices:  [0, 1]",
         "global devices: [0, 1, 2048, 2049, 4096, 4097, 6144, 6145]",
+        f"process_index:  {[q for q in range(4) for _ in range(2)]}",
+        "CPU collectives: gloo",
         "global shape: (16, 2) | shards held here, on devices [0, 1]",
     ]
 
@@ -240,14 +249,26 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     # A peer alive but skipping a collective: process 0 waits in the second sum until the
     # collective's own limit (2 s, set in XLA_FLAGS) raises; it catches it, both exit 0.
     hang = g["hang_lines"]
-    assert hang[0][:2] == ["process 0: first sum together: 8.0", "process 0: summing again ..."]
-    assert hang[0][2].startswith(f"process 0: JaxRuntimeError after {g['hang_caught']} s:")
-    assert "Timed out waiting 2000ms" in hang[0][2]
-    assert hang[1] == [
-        "process 1: first sum together: 8.0",
-        "process 1: busy elsewhere ...",
-        "process 1: done",
+    assert hang[0][:2] == [
+        "process 0: compiled to a reduce-scatter: True",
+        "process 0: first sum together: 8.0",
     ]
+    # The reduce-scatter process 1 joined 4 s late: process 0 waited for it, past the
+    # 2 s limit, and it went through (jax-ml/jax#40831: the flag does not reach it).
+    assert hang[0][2] == (
+        f"process 0: psum_scatter, process 1 late: done after {g['scatter_waited']} s"
+    )
+    assert float(g["scatter_waited"]) >= 3
+    assert hang[0][3] == "process 0: summing again ..."
+    assert hang[0][4].startswith(f"process 0: JaxRuntimeError after {g['hang_caught']} s:")
+    assert "Timed out waiting 2000ms" in hang[0][4]
+    assert hang[0][5:] == ["process 0: done"]
+    assert hang[1][:2] == [
+        "process 1: compiled to a reduce-scatter: True",
+        "process 1: first sum together: 8.0",
+    ]
+    assert hang[1][2].startswith("process 1: psum_scatter, process 1 late: done after ")
+    assert hang[1][3:] == ["process 1: busy elsewhere ...", "process 1: done"]
     assert 2 <= float(g["hang_caught"]) < 10
     text = page_text(book, "multiprocess")
     assert "is already in use" not in text  # the book's own launcher error is gone
