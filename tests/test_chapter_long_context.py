@@ -202,3 +202,38 @@ def test_softmax_infinities_and_where_gradient(g):
     assert g["inf_softmax_nan"] is True  # softmax([inf, 0]): inf - inf
     # d softmax(x)_0 / dx with x = [1, 1, 100], the 100 masked: s0 (delta - s)
     assert g["where_grad"] == pytest.approx([0.25, -0.25, 0.0])
+
+
+def test_mask_faq_demonstrations(text, g):
+    # local_window_size alone: changes the output, equals a band mask, width 1 gives V
+    diffs = list(g["window_diffs"].values())
+    assert diffs[0] > 0.1 and diffs[1:] == [0.0, 0.0]
+    # softmax / log_softmax with where=, the thread's case, computed here in numpy
+    x = np.linspace(-1.0, 1.0, 4)
+    keep = np.array([True, False, True, True])
+    logp = np.where(keep, x - np.log(np.exp(x[keep]).sum()), -np.inf)
+    assert g["masked_softmax"]["logp"] == pytest.approx(logp.tolist(), rel=1e-5)
+    assert "softmax takes initial=: False" in text
+    # entropy of the masked softmax: dH/dx_i = -p_i (log2 p_i + H) on kept entries
+    logits = np.array([1.0, 2.0, 3.0, 4.0])
+    prob = np.where(keep, np.exp(logits), 0.0)
+    prob /= prob.sum()
+    ent = -(prob[keep] * np.log2(prob[keep])).sum()
+    expected = np.where(keep, -prob * (np.log2(np.where(keep, prob, 1.0)) + ent), 0.0)
+    grads = g["masked_softmax"]["grads"]
+    assert grads["False, False"] == pytest.approx(expected.tolist(), abs=1e-5)
+    assert grads["True, True"] == pytest.approx(expected.tolist(), abs=1e-5)
+    assert any(np.isnan(grads["True, False"]))
+
+
+def test_shard_map_faq_demonstrations(text, g):
+    # cond on a per-device flag with constant branches: each device its branch
+    assert "[0 1 0 1 0 1 0 1]" in text
+    # psum inside custom_vjp: the pass-through backward rule is refused, the
+    # pcast one gives the gradient of a sum, 1 for every input
+    assert "Custom VJP bwd rule must produce an output with the same type" in text
+    assert g["psum_grads"] == {"custom_vjp": [1.0] * 8, "autodiff": [1.0] * 8}
+    # grouped-query attention: nnx and jax.nn equal repeated key-value heads
+    assert g["gqa_diffs"] == [0.0, 0.0]
+    # the Pallas GPU kernel refuses a length that is not a multiple of its block
+    assert "q_seq_len=192 must be a multiple of block_q=128" in text
