@@ -189,3 +189,63 @@ def test_exercises_and_figures(book):
     figures = images(book, "pipeline")
     assert len(figures) == 2
     assert all(len(img.get("alt", "")) > 30 for img in figures)
+
+
+def test_errors_the_page_raises(book):
+    from bookcheck import errors
+
+    raised = [(e.name, e.message, e.source) for e in errors(book, "pipeline")]
+    assert [name for name, _, _ in raised] == ["ValueError", "TypeError", "NameError"]
+    (_, unsplit, source), _, (_, unbound, _) = raised
+    assert "make_blocks_unsplit" in source and "shape is ()" in unsplit
+    assert "unbound axis name: stage" in unbound
+
+
+def test_stacks_types_and_permutes(book):
+    g = glued(book, "pipeline")
+    assert g["blocks_distinct"] == L
+    varying, plain = "float32[1]{V:stage}", "float32[1]"
+    assert g["vma_types"] == {
+        "a (the input)": varying,
+        "jnp.full_like(a, 2.0)": varying,
+        "jax.lax.full_like(a, 2.0)": varying,
+        "jnp.zeros(a.shape)": plain,
+    }
+    x = [1.0, 2.0, 3.0, 4.0]
+    rows = [[2.0 * i, 2.0 * i + 1] for i in range(P)]
+    assert g["permuted"] == {
+        "#1703, a zip": [x[1], x[0], x[2], x[3]],  # pairs (0, 1), (1, 0), (2, 2), (3, 3)
+        "#3757, the identity": x,
+        "#4348, under vmap": [rows[(i - 1) % P] for i in range(P)],  # from the left
+    }
+
+
+def test_per_sample_gradients_and_multisteps(book):
+    g = glued(book, "pipeline")
+    samples = [[0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
+    summed = [sum(s[j] for s in samples) for j in range(2)]  # d(w . x)/dw = x
+    assert g["grads_36886"] == {
+        "vmap, one device": samples,
+        "shard_map, pcast False": [summed] * P,
+        "shard_map, pcast True": samples,
+    }
+    has_cond, first, second, applied = g["multisteps"]
+    assert has_cond and first == 0.0 and applied == 1
+    assert second == pytest.approx(1e-2, rel=0.01)  # one AdamW step: about lr
+
+
+def test_where_the_checkpoint_goes_and_scan_against_loop(book):
+    g = glued(book, "pipeline")
+    t = g["remat_temp"]
+    assert t["on the whole scan"] >= 0.9 * t["nowhere"]
+    assert t["nested, 4 x 4 steps"] < t["on the step"] < t["nowhere"]
+    assert g["remat_step_share"] == f"{t['on the step'] / t['nowhere']:.0%}"
+    assert g["remat_nested_share"] == f"{t['nested, 4 x 4 steps'] / t['nowhere']:.0%}"
+    loop = g["loop_temp"]
+    assert loop["Python loop"] == loop["lax.scan(unroll=True)"] < loop["lax.scan"]
+    assert loop["lax.scan"] == t["nowhere"]  # the same program
+    assert g["scan_over_loop"] == f"{loop['lax.scan'] / loop['Python loop']:.1f}"
+    dots = g["loop_dots"]
+    steps = 16
+    assert dots["Python loop"] == dots["lax.scan(unroll=True)"]
+    assert (steps - 1) * dots["lax.scan"] < dots["Python loop"] <= steps * dots["lax.scan"]
