@@ -239,3 +239,33 @@ def test_vmap_sizes(book):
         "tuple covers positional only": True,
         "fixed shapes": ((10,), (10,)),
     }
+
+
+def test_jaxpr_repeats_compiled_once(book):
+    """The jaxpr keeps every div and exp the Python ran; XLA computes each once, as
+    for the version that names the shared values."""
+    r = glued(book, "transforms")["jaxpr_repeats"]
+    # ratio_terms calls jnp.divide(x1, x2) three times and jnp.exp(x2) twice.
+    assert r["ratio_terms"]["jaxpr"] == (3, 2)
+    assert r["ratio_named"]["jaxpr"] == (1, 1)
+    assert r["ratio_terms"]["compiled"] == r["ratio_named"]["compiled"] == (1, 1)
+    text = page_text(book, "transforms")
+    assert "ratio_terms, compiled" in text and "ratio_named, compiled" in text
+
+
+def test_slice_and_staticmethod(book):
+    """A slice is refused as a static argument on the book's Python; a tuple of its
+    bounds traces once for equal values. jit over staticmethod is refused; the
+    other order works from the class and an instance."""
+    g = glued(book, "transforms")
+    s = g["slice_static"]
+    assert s["python"] == ("3", "11")  # slices are hashable from Python 3.12
+    assert s["slice"] == "TypeError: unhashable type: 'slice'"
+    assert s["tuple"] == list(range(6))[slice(1, 3)]
+    assert s["tuple traces"] == 1
+    m = g["staticmethod_jit"]
+    assert m["refused"] == "staticmethod arguments are not supported"
+    assert m["swapped"] == (2 * 3.0, 2 * 3.0)
+    text = page_text(book, "transforms")
+    assert "TypeError: staticmethod arguments are not supported" in text
+    assert "0x" not in text.split("staticmethod arguments")[1][:200]
