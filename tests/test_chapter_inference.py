@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
-from bookcheck import VERDICT, glued, images, page_text
+from bookcheck import VERDICT, errors, glued, images, page_text
 
 pytestmark = pytest.mark.book
 
@@ -84,6 +85,21 @@ def test_cache_equals_recomputation(book):
     assert g["cache_traces"] == {"prefill": 1, "decode": 1}
     # Flax's decode=True cache, token by token, equals one causal call.
     assert number(g["flax_diff"]) < 1e-5
+    # With is_causal=True kept while decoding (flax#5591): right at position 0 only.
+    assert number(g["flag_diff_first"]) < 0.005 and number(g["flag_diff_min"]) > 0.1
+    from importlib.metadata import version
+
+    assert g["flax_version"] == version("flax")
+
+
+def test_errors_shown(book):
+    raised = errors(book, CHAPTER)
+    assert [e.name for e in raised] == ["JaxRuntimeError", "ValueError"]
+    # One array passed twice, once donated (jax#9635): refused, no longer a hang.
+    assert "previously donated" in raised[0].message
+    # Flax's cache takes one token per call (flax#1317): a 9-token prompt is refused.
+    assert "Autoregressive cache shape error" in raised[1].message
+    assert "(1, 9, 2, 4)" in raised[1].message
 
 
 def test_donation_aliases_the_whole_cache(book):
@@ -95,6 +111,10 @@ def test_donation_aliases_the_whole_cache(book):
     copies = g["cache_copies"]
     assert copies["donated"] == 0 < copies["kept"] and copies["misused"] > 0
     assert g["copies_kept"] == copies["kept"] and g["copies_misused"] == copies["misused"]
+    # A pop that also returns carry[idx] copies the donated carry; the update alone
+    # does not (jax#17845).
+    assert g["pop_copies"]["pop"] == g["pop_copies_n"] > 0
+    assert g["pop_copies"]["shift_only"] == 0
 
 
 def test_ragged_prompts_and_end_token(book):
@@ -107,6 +127,8 @@ def test_ragged_prompts_and_end_token(book):
     assert 0 < g["ragged_steps"] < max(map(len, lines)) - min(map(len, lines)) + 60
     assert g["scan_same"] is True
     assert number(g["dpa_diff"]) < 1e-5
+    # Flax's dot_product_attention with grouped heads and a mask (flax#5177).
+    assert number(g["flax_gqa_diff"]) < 1e-5
 
 
 def test_sampling(book):
@@ -123,6 +145,12 @@ def test_sampling(book):
     assert g["nucleus_min"] == 1 < 2 < g["nucleus_max"]
     assert g["nucleus_sizes"] == (g["nucleus_min"], g["nucleus_max"])
     assert g["shared_rows"] >= 1
+    # replace defaults to True (jax#27268): five draws repeat a token.
+    assert 1 <= g["default_repeats"] <= 4
+    # One key: identical rows in one call differ, one call per row repeats (jax#18950).
+    assert 1 < g["rows_one_call"] <= 8 and g["rows_same_key"] == 1
+    # choice(replace=False, p=...) takes top_k, not a sort (jax#27155).
+    assert "top_k" in g["choice_top_k"] and "sort" not in g["choice_top_k"]
 
 
 def test_cache_size_against_formula(book):
@@ -140,6 +168,10 @@ def test_intensity_and_the_compiled_check(book):
     g = glued(book, CHAPTER)
     assert number(g["i_decode"]) < 1 < 100 < number(g["i_prefill"])
     assert 0 < number(g["decode_flops_extra"]) < 0.05
+    # The toy decode step's FLOPs from cost_analysis (flax#512): at least two per
+    # matrix weight of the toy model (d 64, MLP 256, 2 layers, 45 characters).
+    toy_kernels = 2 * (2 * 64 * 64 + 2 * 64 * 32 + 2 * 64 * 256) + 64 * 45
+    assert number(g["toy_flops"]) >= 2 * toy_kernels
     assert g["bf16_widened"] > 2 * sizes(2)[0]  # temporaries above the bf16 weights
     # cost_analysis against the hand count: FLOPs within 1%, bytes at batch 1 too,
     # and from batch 16 the whole float32 token table more.
@@ -228,6 +260,9 @@ def test_int8_weights(book):
     assert g["int8_converts"] == len(kernels)
     errors = g["scheme_errors"]
     assert len(errors) == 3 and errors[0] > errors[1] > errors[2] > 0
+    # 8 x 50 = 400 wraps in int8, exact with an int32 result and no convert (jax#4465).
+    assert g["int8_wrapped"] == int(np.array(400).astype(np.int8)) == -112
+    assert g["int8_dot_converts"] == 0
 
 
 def test_sharded_serving(book):
