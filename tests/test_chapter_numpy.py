@@ -377,3 +377,53 @@ def test_host_data(book):
     assert g["per_array_reading"].startswith("the price is per array") == same
     assert g["per_array_reading"] in text
     assert g["one_jnp"] in text and g["thousand_jnp"] in text
+
+
+def test_old_dtype_threads(book):
+    """A float16 cast prints (jax-ml/jax#616), and a weakly typed int16 plus 1 is a
+    weakly typed int32, not a TypeError (jax-ml/jax#6051)."""
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    # The thread's float32 array cast to float16 prints as NumPy prints a float16 one.
+    assert g["half_print"] == f"{np.ones(1, np.float16)} float16" == "[1.] float16"
+    assert f"here it printed {g['half_print']}" in " ".join(text.split())
+    assert g["weak_int16"] == {
+        "weak": ["int32", True],
+        "strong": ["int16", False],
+        "weak_type argument": False,
+    }
+    assert "weakly typed int16 + 1 -> int32, weakly typed" in text
+    assert "int16 + 1 -> int16, not weak" in " ".join(text.split())
+
+
+def test_loop_of_small_operations(book):
+    """jax-ml/jax#20326's loop: its operation count, the agreement of the three
+    versions, and verdicts that follow the spreads."""
+    g = glued(book, "numpy")
+    text = page_text(book, "numpy")
+    assert g["loop_agrees"] is True
+    ops, n_lat = g["loop_ops"], g["loop_n_lat"]
+    # An empty result, then per latent: three indexings (slice, squeeze), the jitted
+    # solve, the product, a squeeze, and the .at update (broadcast, scatter).
+    per_latent = ["slice", "squeeze"] * 2 + ["jit"] + ["slice", "squeeze"]
+    per_latent += ["dot_general", "squeeze", "broadcast_in_dim", "scatter"]
+    assert ops == ["broadcast_in_dim"] + per_latent * n_lat
+    assert g["loop_n_ops"] == len(ops) == 1 + 11 * n_lat
+    s = g["loop_spreads"]
+    for key, base, other in (
+        ("loop_jnp_vs_numpy", "NumPy loop", "jnp loop"),
+        ("loop_vmap_vs_jnp", "jnp loop", "jit(vmap(one latent))"),
+        ("loop_vmap_vs_numpy", "NumPy loop", "jit(vmap(one latent))"),
+        ("index_vs_solve", "one cho_solve", "one chol[1]"),
+        ("at_vs_solve", "one cho_solve", "one .at[:, 1].set"),
+    ):
+        check_verdict(g[key], s[base], s[other])
+        assert g[key] in text, key
+    assert "slower" in g["loop_jnp_vs_numpy"] and "faster" in g["loop_vmap_vs_jnp"]
+    assert "slower" in g["index_vs_solve"] and "slower" in g["at_vs_solve"]
+    # The share of indexing and updates, recomputed from the glued medians.
+    share = n_lat * (3 * s["one chol[1]"][0] + s["one .at[:, 1].set"][0])
+    share /= s["jnp loop"][0]
+    assert share > 0.5 and g["loop_index_share"] == f"{share:.0%}"
+    # The average per operation is the loop's median over its operation count.
+    assert seconds(g["loop_per_op"]) == pytest.approx(s["jnp loop"][0] / g["loop_n_ops"], rel=0.02)
