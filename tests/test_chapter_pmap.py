@@ -8,6 +8,7 @@ import re
 import pytest
 
 from bookcheck import VERDICT, cell_output, glued, images, page_text
+from jaxguide.compiled import format_bytes
 
 pytestmark = pytest.mark.book
 
@@ -235,3 +236,31 @@ def test_pmap_while_loop_trip_counts(book):
     text = page_text(book, "pmap")
     assert f"{own} runs of the body" in text
     assert f"ran the body {n_dev * long} times" in text
+
+
+def test_pmap_memory_per_device(book):
+    g = glued(book, "pmap")
+    # Arguments per device, by hand: one float32 example is 256 + 1 numbers (x and y),
+    # and so is one copy of w and b. Split, a device holds 128 / devices examples;
+    # whole (in_axes=None), all 128, on 4 devices as on 8.
+    row = 4 * (256 + 1)
+    assert g["pmap_memory_args"] == {
+        f"{n} devices": [format_bytes(row * (1 + 128 // n)), format_bytes(row * 129)]
+        for n in (4, 8)
+    }
+    # The ridge regressions: the whole 256 x 256 Gram matrix and one device's (256, 4)
+    # targets and regularisation per device, and about two Gram matrices of temporaries.
+    args, outs, temps, gram, target = g["pmap_ridge_bytes"]
+    assert gram == 4 * 256 * 256 and target == 4 * 256 * 4
+    assert args == gram + target + 4 and outs == target
+    assert g["pmap_ridge_temps"] == pytest.approx(temps / gram, abs=0.05)
+    assert 1.5 < temps / gram < 2.5
+    out = cell_output(book, "pmap", "ridge_mem = analyze(ridges")
+    assert "jaxpr inputs: float32[256,256], float32[8,256,4], float32[8]" in out
+
+
+def test_pmap_second_input_signature(book):
+    # jax-ml/jax#21225: the thread's x * x, called with a second shape, then the first.
+    assert glued(book, "pmap")["pmap_signatures"] == [(), (2,)]
+    out = cell_output(book, "pmap", "squared = jax.pmap(square")
+    assert "input (8, 2) -> output (8, 2)" in out

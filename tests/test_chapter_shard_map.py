@@ -246,3 +246,16 @@ def test_partial_manual_boundary(g):
     # With model Explicit JAX's lowered program closes the columns at the shard_map's
     # boundary (whole on every device, so every backend gathers); with Auto they stay open.
     assert g["boundary_explicit"] == '[{"data"}, {}]'
+
+
+def test_pmax_and_nested_vmap(g):
+    # pmax under the check (jax-ml/jax#20335): the largest of 0..15, replicated.
+    assert g["pmax_top"] == max(range(16)) == 15
+    assert g["pmax_type"] == "float32[]"
+    # jax-ml/jax#23476: row r of a 2 x 4 block of ones gets r added.
+    rows = [[1.0 + r] * 4 for r in range(2)]
+    nested = g["nested_vmap"]
+    assert nested["{}"] == rows
+    assert nested["{'spmd_axis_name': 'b'}"].startswith("ValueError: ")
+    # The workaround: one shard_map over both axes, the same rows, split over both.
+    assert g["both_axes"] == [rows, "P('b', 'x')"]

@@ -219,6 +219,29 @@ def test_sharding_random_and_repeat(book):
     assert g["repeat_gather"] == ("all-gather", f"f32[{rows // devices},{cols}]", devices)
     # the repeats' running sum, one int per output row (32), split then gathered
     assert g["repeat_index_gather"] == [("all-gather", f"s32[{32 // devices}]", devices)]
+    # jax-ml/jax#28538: an unsplit eye(3) repeated once per row under an Explicit mesh
+    # runs and stays replicated: 3 rows of 3, no mesh axis in the type.
+    assert g["repeat_unsplit"] == "float32[3,3]"
+    assert "eye(3), no split, each row once: float32[3,3]" in text
+
+
+def test_sharding_reshape(book):
+    """Splitting a split dimension: a leading size equal to the mesh axis keeps each
+    device's rows, another is refused until out_sharding is given, and then data
+    moves (jax-ml/jax#29859)."""
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    rows, x = 8, 4
+    # (8, 1) split 4 ways into (4, 2, 1): the leading 4 carries the split.
+    assert g["reshape_split"] == f"float32[{x}@x,{rows // x},1]"
+    assert f"(4, 2, 1): {g['reshape_split']}" in text
+    assert "(2, 4, 1): ShardingTypeError: This reshape is not supported" in text
+    # The thread's shape, 10 rows over a 2-device axis into (2, 5, 1), is accepted.
+    assert "10 rows over y into (2, 5, 1): float32[2@y,5,1]" in text
+    assert "(4, 2, 1) under jit: nothing sent" in text
+    # With out_sharding the split moves to the second dimension, and rows move.
+    assert g["reshape_regroup"] == "float32[2,4@x,1]"
+    assert "'all-to-all': 1" in text and "'collective-permute': 1" in text
 
 
 def test_sharding_view_ref_custom_partitioning(book):
