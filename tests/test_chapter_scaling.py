@@ -347,3 +347,56 @@ def test_checkpoint_across_meshes(book):
 def test_figures(book):
     # The weight under each strategy, loss curves, bytes.
     assert len(images(book, "scaling")) >= 3
+
+
+def test_rules_listing_a_name_twice(book):
+    """google/flax#1702's rules, `embed` on `model` and else on `data`: Linen takes
+    the first rule whose mesh axis is free, NNX the last rule of each name."""
+    got = glued(book, "scaling")["rules_twice"]
+    # By hand, first free rule: batch -> data, length -> None, embed -> model;
+    # with mlp holding model, embed falls back to data.
+    assert got["linen"] == ["P('data', None, 'model')", "P('model', 'data')"]
+    # Last rule: embed -> data, which batch already holds in the activation.
+    assert got["nnx"] == "P('data', None)"
+    assert got["error"] == (
+        "DuplicateSpecError: P('data', None, 'data') has duplicate entries for `data`"
+    )
+
+
+def test_sum_and_cumsum_counts(book):
+    """jax-ml/jax#19296: a sum is n - 1 additions; a cumsum lowered to one
+    reduce_window over the whole axis is charged n (n - 1) before compiling."""
+    g = glued(book, "scaling")
+    n = 1024
+    running = g["cumsum_flops"]
+    assert running["sum"][:3] == ("reduce", n - 1, n - 1)
+    op, before, after, windows = running["cumsum"]
+    assert op == f"reduce_window: window {n}, {n - 1} padded left"
+    assert before == n * (n - 1)
+    assert n - 1 < after < before / 10 and windows > 1
+    assert g["sum_flops"] == f"{n - 1:,}"
+    assert g["cumsum_before"] == f"{n * (n - 1):,}"
+    assert g["cumsum_after"] == f"{after:,.0f}"
+    assert g["cumsum_per"] == f"{after / n:.0f}"
+    assert g["cumsum_windows"] == str(windows)
+
+
+def test_fsdp_weights_gathered_again(book):
+    """jax-ml/jax#25010: with the gather inside jax.checkpoint, the split weights
+    are kept and the backward pass gathers both again."""
+    regather = glued(book, "scaling")["regather"]
+    assert regather["False"] == (
+        ["output of sharding_constraint"] * 2,
+        {"forward": 2, "backward": 0},
+    )
+    assert regather["True"] == (
+        ["the argument ws[0]", "the argument ws[1]"],
+        {"forward": 1, "backward": 2},
+    )
+
+
+def test_replicated_and_split_arrays_restore_together(book):
+    """google/orbax#381: Adam's step count, replicated, restores beside the split
+    weights, with the value it was saved with."""
+    g = glued(book, "scaling")
+    assert g["count_restored"] == ("P()", DATA * MODEL, g["steps"])
