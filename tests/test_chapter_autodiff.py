@@ -71,6 +71,7 @@ def test_autodiff_custom_rules(book):
         "ValueError",
         "TypeError",
         "UnexpectedTracerError",
+        "TypeError",
     ]
     assert "grad requires real- or complex-valued inputs" in errs[0].message
     assert "but got int32" in errs[0].message
@@ -82,6 +83,8 @@ def test_autodiff_custom_rules(book):
     assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[5].message
     # A traced value in a nondiff_argnums position is refused.
     assert "nondiff_argnums" in errs[6].message
+    # jax.custom_gradient refuses a function among its arguments.
+    assert "is not a valid JAX type" in errs[7].message
     g = glued(book, "autodiff")
     exact, exact2 = 0.5 / np.sqrt(2.0), -0.25 * 2.0**-1.5
     assert float(g["while_tangent"]) == pytest.approx(exact, rel=1e-5)
@@ -190,3 +193,43 @@ def test_autodiff_common_errors(book):
     at_zero, at_34 = g["safe_norm_grads"]
     assert at_zero == [0.0, 0.0, 0.0]
     assert at_34 == pytest.approx([3 / 5, 4 / 5])
+
+
+def test_autodiff_function_in_nondiff_argnums(book):
+    g = glued(book, "autodiff")
+    x, y = 2.0, 3.0
+    # x * y, and twice its partial derivatives (y, x).
+    assert g["func_nondiff"] == (x * y, 2 * y, 2 * x)
+
+
+def test_autodiff_jacfwd_through_a_python_loop(book):
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    g = glued(book, "autodiff")
+
+    def newton_py(a, steps):
+        x = a
+        for _ in range(steps):
+            x = 0.5 * (x + a / x)
+        return x
+
+    def newton_fori(a, steps):
+        return lax.fori_loop(0, steps, lambda i, x: 0.5 * (x + a / x), a)
+
+    a3 = jnp.array([2.0, 3.0, 5.0])
+    expected = {}
+    for steps in (10, 100):
+        for fn in (newton_py, newton_fori):
+            jaxpr = jax.make_jaxpr(jax.jacfwd(functools.partial(fn, steps=steps)))(a3)
+            expected[f"{fn.__name__} {steps}"] = len(jaxpr.eqns)
+    assert g["jacfwd_loop_eqns"] == expected
+    # The unrolled program grows about tenfold with ten times the steps; fori_loop's
+    # stays the same.
+    assert expected["newton_py 100"] > 9 * expected["newton_py 10"]
+    assert expected["newton_fori 100"] == expected["newton_fori 10"]
+    assert g["py_eqns_100"] == expected["newton_py 100"]
+    assert g["fori_eqns"] == expected["newton_fori 100"]
