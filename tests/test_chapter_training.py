@@ -220,3 +220,29 @@ def test_training_bank_questions(book):
     assert g["bn_eval_shape"] == [128, 3]
     # Closing over a train-mode BatchNorm model still fails; passing it in works.
     assert g["bn_closed_over"] == "TraceContextError"
+
+
+def test_training_linen_batchnorm_and_sharded_dropout(book):
+    g = glued(book, "training")
+    text = page_text(book, "training")
+    # Linen: a train-mode apply with mutable batch_stats returns the running mean moved
+    # to 0.1 x the batch's mean (momentum 0.9, from zeros); without mutable it fails,
+    # and an eval call needs no mutable and returns the output alone.
+    assert float(g["linen_ema_err"]) < 1e-6
+    assert g["linen_error"] == "ModifyScopeVariableError"
+    assert "eval call, no mutable: returns the output alone: True (40, 3)" in text
+    # Under nn.scan with batch_stats in the carry, an immutable eval fails the carry
+    # check; a mutable one returns the statistics unchanged and the plain outputs.
+    assert g["scan_error"] == "TypeError"
+    assert "statistics returned unchanged: True" in text
+    assert "outputs equal the plain eval call" in text
+    # Dropout on 128 x 64 activations sharded over 8 devices: with the old generator each
+    # device holds every word of the mask (gathered), with the partitionable one an
+    # eighth, as the shard_map body does.
+    assert g["drop_words_old"] == f"{128 * 64:,}"
+    assert g["drop_words_new"] == f"{128 * 64 // 8:,}"
+    assert re.search(
+        r"jit, partitionable=True +random words held per device +1,024, collectives: none",
+        text,
+    )
+    assert re.search(r"shard_map +random words held per device +1,024", text)
