@@ -284,3 +284,15 @@ def test_cpu_timing_and_figure(book):
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
+
+
+def test_row_positions(book):
+    g = glued(book, CHAPTER)
+    # vmap of a one-row write is one scatter; a shared position one update.
+    assert g["row_vmap_scatter"] == 1
+    assert g["row_shared_dus"] == 1
+    assert g["row_where_select"] == 1
+    assert g["row_loop_dus"] == 4  # one per row of the toy cache
+    assert g["row_same"] is True
+    # the new values 1 .. 4 * 8 are written once each
+    assert number(g["row_total"]) == sum(range(1, 4 * 8 + 1))

@@ -249,3 +249,12 @@ def test_where_the_checkpoint_goes_and_scan_against_loop(book):
     steps = 16
     assert dots["Python loop"] == dots["lax.scan(unroll=True)"]
     assert (steps - 1) * dots["lax.scan"] < dots["Python loop"] <= steps * dots["lax.scan"]
+
+
+def test_dropout_in_a_stack(book):
+    g = glued(book, "pipeline")
+    assert g["drop_key_shape"] == (3,)  # one key per block
+    assert g["drop_own_distinct"] == 3
+    assert g["drop_bcast_distinct"] == 1  # a broadcast key: one mask
+    assert g["drop_split_distinct"] == 3
+    assert g["drop_split_restored"] == ()
