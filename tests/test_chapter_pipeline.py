@@ -59,12 +59,17 @@ def test_cond_runs_one_branch_per_stage(book):
     g = glued(book, "pipeline")
     assert g["cond_branches"] == [(0, "heavy")] + [(s, "light") for s in range(1, P)]
     assert g["cond_count"] == 1
-    # Sends inside the branches: on this CPU, the values of the select version.
+    # Even stages send 10x their value right, odd stages 100x left. With the sends
+    # outside the cond every device receives what was meant for it; inside the
+    # branches the result differs (the page's point: a wrong answer, no error).
     x = [1.0, 2.0, 3.0, 4.0]
-    right = [0.0] + x[:-1]  # what each device receives from its left neighbour
-    left = x[1:] + [0.0]
+    right = [0.0] + [10 * v for v in x[:-1]]  # from the left neighbour, x10
+    left = [100 * v for v in x[1:]] + [0.0]  # from the right neighbour, x100
     expected = [right[s] if s % 2 == 0 else left[s] for s in range(P)]
-    assert g["cond_sends"] == {"sends_inside": expected, "sends_outside": expected}
+    assert g["cond_sends"]["sends_outside"] == expected
+    assert g["cond_sends"]["sends_inside"] != expected
+    inside = ", ".join(f"{v:g}" for v in g["cond_sends"]["sends_inside"])
+    assert g["cond_inside"] == inside
 
 
 def test_reader_threads_run(book):
