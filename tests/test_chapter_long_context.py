@@ -233,6 +233,9 @@ def test_shard_map_faq_demonstrations(text, g):
     # pcast one gives the gradient of a sum, 1 for every input
     assert "Custom VJP bwd rule must produce an output with the same type" in text
     assert g["psum_grads"] == {"custom_vjp": [1.0] * 8, "autodiff": [1.0] * 8}
+    # the same custom_vjp under vmap with an axis name: runs without pcast and
+    # matches autodiff (8 copies of the sum, so 8 for every input)
+    assert g["vmap_psum_grads"] == {"custom_vjp": [8.0] * 8, "autodiff": [8.0] * 8}
     # grouped-query attention: nnx and jax.nn equal repeated key-value heads
     assert g["gqa_diffs"] == [0.0, 0.0]
     # the Pallas GPU kernel refuses a length that is not a multiple of its block

@@ -263,3 +263,14 @@ def test_dropout_in_a_stack(book):
     assert g["drop_bcast_distinct"] == 1  # a broadcast key: one mask
     assert g["drop_split_distinct"] == 3
     assert g["drop_split_restored"] == ()
+
+
+def test_short_loop_scan_against_unrolled(book):
+    """jax#1897: at 3 steps the scan compiles to a while loop, the Python loop to
+    none; both were timed and the verdict glued in words."""
+    g = glued(book, "pipeline")
+    assert g["short_whiles"] == {"lax.scan": 1, "Python loop": 0}
+    for key in ("short_scan_time", "short_loop_time"):
+        assert g[key].endswith("s")
+    verdict = g["short_scan_vs_loop"]
+    assert verdict.endswith(("than", "as")), verdict

@@ -263,6 +263,10 @@ def test_slice_and_staticmethod(book):
     assert s["slice"] == "TypeError: unhashable type: 'slice'"
     assert s["tuple"] == list(range(6))[slice(1, 3)]
     assert s["tuple traces"] == 1
+    # The cache key: a new object whose equality is identity traces on every call,
+    # an equal tuple once.
+    assert g["static_key_traces"] == {"Bounds": 3, "tuple": 1}
+    assert g["static_obj_traces"] == 3 and g["static_tuple_traces"] == 1
     m = g["staticmethod_jit"]
     assert m["refused"] == "staticmethod arguments are not supported"
     assert m["swapped"] == (2 * 3.0, 2 * 3.0)
