@@ -212,7 +212,11 @@ def test_mask_faq_demonstrations(text, g):
     x = np.linspace(-1.0, 1.0, 4)
     keep = np.array([True, False, True, True])
     logp = np.where(keep, x - np.log(np.exp(x[keep]).sum()), -np.inf)
-    assert g["masked_softmax"]["logp"] == pytest.approx(logp.tolist(), rel=1e-5)
+    # glued as text: its -inf and nan are not Python literals
+    masked = g["masked_softmax"]
+    if isinstance(masked, str):
+        masked = eval(masked, {"__builtins__": {}}, {"nan": np.nan, "inf": np.inf})
+    assert masked["logp"] == pytest.approx(logp.tolist(), rel=1e-5)
     assert "softmax takes initial=: False" in text
     # entropy of the masked softmax: dH/dx_i = -p_i (log2 p_i + H) on kept entries
     logits = np.array([1.0, 2.0, 3.0, 4.0])
@@ -220,7 +224,7 @@ def test_mask_faq_demonstrations(text, g):
     prob /= prob.sum()
     ent = -(prob[keep] * np.log2(prob[keep])).sum()
     expected = np.where(keep, -prob * (np.log2(np.where(keep, prob, 1.0)) + ent), 0.0)
-    grads = g["masked_softmax"]["grads"]
+    grads = masked["grads"]
     assert grads["False, False"] == pytest.approx(expected.tolist(), abs=1e-5)
     assert grads["True, True"] == pytest.approx(expected.tolist(), abs=1e-5)
     assert any(np.isnan(grads["True, False"]))
