@@ -311,3 +311,13 @@ def test_all_to_all_in_groups_and_vmap_inside_shard_map(book):
     assert f"groups [[0, 2], [1, 3]]: {want.tolist()}; as expected: True" in text
     assert g["vmap_inside"] is True
     assert "every block exchanged as on its own: True" in text
+
+
+def test_group_offset_is_refused_by_ragged_dot_and_taken_by_megablox(book):
+    """jax-ml/jax#34168: ragged_dot refuses an array group_offset on this JAX; the
+    TPU kernel megablox.gmm has the parameter."""
+    g = glued(book, "moe")
+    assert g["gmm_group_offset"] is True
+    text = page_text(book, "moe")
+    assert "TypeError" in text and "unhashable type" in text
+    assert "megablox.gmm takes group_offset: True" in text
