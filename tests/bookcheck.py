@@ -302,7 +302,7 @@ def _glued(stamp: tuple[str, int, int]) -> dict:
 
 # A chapter's page is parsed once per build, not once per assertion: about a hundred
 # tests read the same twenty pages (re-parsing each took most of their time).
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=64)
 def _soup(stamp: tuple[str, int, int]) -> BeautifulSoup:
     return BeautifulSoup(Path(stamp[0]).read_text(), "html.parser")
 

@@ -6,6 +6,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from bookcheck import chapters, load, problems
+from bookcheck import soup as parsed_page
 
 pytestmark = pytest.mark.book
 
@@ -30,7 +31,7 @@ def test_chapter_executed_cleanly(book, chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_outputs_and_figures_in_html(book, chapter):
-    soup = BeautifulSoup(book.page(chapter), "html.parser")
+    soup = parsed_page(book, chapter)
     outputs = soup.select("div.cell_output")
     assert outputs, "no cell outputs rendered"
     for img in soup.select("div.cell_output img"):

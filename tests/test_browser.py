@@ -41,6 +41,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 from bookcheck import ROOT, chapters
+from bookcheck import soup as parsed_page
 from jaxguide_build import lighthouse as jaxguide_lighthouse
 from jaxguide_build import serve as jaxguide_serve
 
@@ -790,7 +791,7 @@ def test_wide_tables_and_outputs_scroll_inside_their_box(browser, site):
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_figures_have_real_alt_text(book, name):
     """Every figure says what it shows: no empty alt, no file name standing in for one."""
-    soup = BeautifulSoup(book.page(name), "html.parser")
+    soup = parsed_page(book, name)
     for img in soup.select("div.cell_output img"):
         alt = (img.get("alt") or "").strip()
         assert len(alt.split()) >= 4, f"{name}: {img.get('src')} has alt text {alt!r}"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from bs4 import BeautifulSoup
 
 from bookcheck import ROOT, executed_chapters, toc_parts
+from bookcheck import soup as parsed_page
 
 pytestmark = pytest.mark.book
 
@@ -34,7 +34,7 @@ def test_toc_lists_chapters():
 
 @pytest.mark.parametrize("chapter", teaching_chapters())
 def test_exercises_have_hidden_executed_solutions(book, chapter):
-    soup = BeautifulSoup(book.page(chapter), "html.parser")
+    soup = parsed_page(book, chapter)
     exercises = soup.select("div.exercise")
     solutions = soup.select("div.solution")
     assert len(exercises) >= 2 and len(solutions) >= len(exercises)
@@ -48,7 +48,7 @@ def test_provenance_box_at_the_top(book, chapter):
     import jax
     import jaxlib
 
-    soup = BeautifulSoup(book.page(chapter), "html.parser")
+    soup = parsed_page(book, chapter)
     boxes = soup.select("div.jaxguide-provenance")
     assert len(boxes) == 1, "one provenance box per chapter"
     text = boxes[0].get_text(" ")
@@ -63,7 +63,7 @@ def test_provenance_box_at_the_top(book, chapter):
 
 
 def test_execution_report_lists_every_chapter(book):
-    soup = BeautifulSoup(book.page("report"), "html.parser")
+    soup = parsed_page(book, "report")
     rows = soup.select("table tbody tr")
     text = " ".join(soup.get_text(" ").split())
     for chapter in executed_chapters():

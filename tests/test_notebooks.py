@@ -9,11 +9,11 @@ import sys
 
 import pytest
 import yaml
-from bs4 import BeautifulSoup
 
 import make_notebooks
 import wheelrun
 from bookcheck import ROOT
+from bookcheck import soup as parsed_page
 
 CHAPTERS = make_notebooks.chapters()
 
@@ -213,7 +213,7 @@ def test_colab_and_download_buttons(book):
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     owner_repo = cfg["url"].removeprefix("https://github.com/")
     for chapter in CHAPTERS:
-        soup = BeautifulSoup(book.page(chapter), "html.parser")
+        soup = parsed_page(book, chapter)
         colab = [
             a["href"] for a in soup.select("a[href]") if "colab.research.google.com" in a["href"]
         ]

@@ -22,9 +22,10 @@ from pathlib import Path
 from urllib.parse import urldefrag
 
 import pytest
-from bs4 import BeautifulSoup
 
+import bookcheck
 from bookcheck import THREAD, executed_chapters
+from bookcheck import soup as parsed_page
 
 pytestmark = pytest.mark.book
 
@@ -37,7 +38,7 @@ def faq_chapters() -> list[str]:
 
 
 def questions(book, chapter: str) -> list:
-    soup = BeautifulSoup(book.page(chapter), "html.parser")
+    soup = parsed_page(book, chapter)
     # Sphinx writes a label's id with hyphens: (shard-map-questions)= for shard_map.
     label = f"{chapter.replace('_', '-')}-questions"
     section = soup.find(id=label)
@@ -64,7 +65,7 @@ def anchor_exists(html: Path, href: str, page: Path) -> bool:
 @functools.cache
 def ids_on(path: Path) -> frozenset[str]:
     """Every element id on a built page (parsed once: pages are large, links many)."""
-    soup = BeautifulSoup(path.read_text(), "html.parser")
+    soup = bookcheck._soup(bookcheck._stamp(path))  # the parse the other tests share
     return frozenset(tag["id"] for tag in soup.find_all(id=True))
 
 

@@ -16,6 +16,7 @@ from bs4 import BeautifulSoup
 from PIL import Image
 
 from bookcheck import ROOT, chapters
+from bookcheck import soup as parsed_page
 from jaxguide._wcag import contrast
 from jaxguide_build.site import bundle, memo, pages, stylesheets, theme
 
@@ -25,7 +26,7 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 @pytest.mark.book
 @pytest.mark.parametrize("page", chapters())
 def test_every_page_has_a_description_from_its_own_prose(book, page):
-    soup = BeautifulSoup(book.page(page), "html.parser")
+    soup = parsed_page(book, page)
     (meta,) = soup.select('meta[name="description"]')
     description = meta["content"]
     assert 40 <= len(description) <= 205, description
@@ -44,7 +45,7 @@ def test_glued_values_keep_their_straight_quotes(book):
     it, never ``[1][‘w’]``."""
     curled, straight = [], 0
     for page in chapters():
-        soup = BeautifulSoup(book.page(page), "html.parser")
+        soup = parsed_page(book, page)
         for span in soup.select("span.pasted-text"):
             text = span.get_text()
             straight += "'" in text
@@ -56,7 +57,7 @@ def test_glued_values_keep_their_straight_quotes(book):
 
 @pytest.mark.book
 def test_footer_names_the_licence(book):
-    footers = BeautifulSoup(book.page("numpy"), "html.parser").select("footer")
+    footers = parsed_page(book, "numpy").select("footer")
     assert "Apache License 2.0" in " ".join(" ".join(f.get_text(" ") for f in footers).split())
 
 
@@ -114,11 +115,7 @@ def test_low_contrast_output_text_gets_black_or_white():
 
 
 def _chapter_soups(book):
-    return {
-        name: BeautifulSoup(book.page(name), "html.parser")
-        for name in chapters()
-        if name not in ("index", "report")
-    }
+    return {name: parsed_page(book, name) for name in chapters() if name not in ("index", "report")}
 
 
 @pytest.mark.book
@@ -152,7 +149,7 @@ def test_only_one_stylesheet_blocks_the_first_paint(book):
     @imports another (a second round trip before anything is drawn)."""
     bundles = set()
     for name in chapters() + ["search", "genindex"]:
-        soup = BeautifulSoup(book.page(name), "html.parser")
+        soup = parsed_page(book, name)
         blocking = [
             s["src"]
             for s in soup.head.select("script[src]")
@@ -196,8 +193,7 @@ def test_pages_load_only_the_scripts_they_use(book):
     """The copy buttons' scripts load where there is code, the toggle buttons' where a
     solution is hidden, sphinx-design's tabs nowhere without tabs."""
     for name in chapters() + ["search", "genindex"]:
-        text = book.page(name)
-        soup = BeautifulSoup(text, "html.parser")
+        soup = parsed_page(book, name)
         scripts = {s["src"].split("?")[0].split("/")[-1] for s in soup.select("script[src]")}
         has_code = bool(soup.select("div.highlight pre"))
         has_dropdown = bool(soup.select(".admonition.dropdown, .toggle"))
@@ -219,7 +215,7 @@ def test_theme_script_does_not_measure_the_whole_page_on_load(book):
     original = (theme.theme_static() / "scripts" / "pydata-sphinx-theme.js").read_text()
     assert theme._THEME_TAB_STOPS.search(original) is not None
     assert "IntersectionObserver" in (book.html / "_static" / "jaxguide-nav.js").read_text()
-    pres = BeautifulSoup(book.page("numpy"), "html.parser").select("pre")
+    pres = parsed_page(book, "numpy").select("pre")
     assert pres and all(p.get("tabindex") == "0" for p in pres)
 
 
