@@ -95,6 +95,9 @@ def test_training_step_with_embedding_head_and_optax(book):
     kinds = sorted(g["lm_sent"])
     assert kinds.count(["collective-permute", True]) == 2
     assert all(k == ["all-reduce", False] for k in kinds if k[0] != "collective-permute")
+    # The embedding's gradient is summed over the m = 4 microbatches only: gpipe marks xs
+    # varying before padding it with p - 1 rows (4 + 3 = 7 rows if it marked feed).
+    assert g["lm_reduced_rows"] == [4]
 
 
 def test_backward_is_the_transposed_loop(book):
