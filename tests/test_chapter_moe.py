@@ -321,3 +321,24 @@ def test_group_offset_is_refused_by_ragged_dot_and_taken_by_megablox(book):
     text = page_text(book, "moe")
     assert "TypeError" in text and "unhashable type" in text
     assert "megablox.gmm takes group_offset: True" in text
+
+
+def test_slots_by_hand_are_the_routers(book):
+    """The four lines of the exclusive cumsum on the page give route's slots; the six
+    tokens' table, worked out by hand from the page's logits (k = 2, capacity 2)."""
+    g = glued(book, "moe")
+    assert g["slots_by_hand"] == [[0, 2], [1, 3], [2, 1], [0, 2], [0, 3], [1, 4]]
+
+
+def test_sending_once_per_device(book):
+    """Expected distinct devices per token, computed here independently of the page, and
+    the between-node ratio scaled by the share of bytes."""
+    g = glued(book, "moe")
+    per = 256 // 8
+    ds = 8 * (1 - math.comb(256 - per, 8) / math.comb(256, 8))
+    assert g["once_drawn"]["DeepSeek-V3"][0] == pytest.approx(ds)
+    assert g["once_drawn"]["DeepSeek-V3"][1] == pytest.approx(ds, abs=0.05)
+    assert g["mx_once"] == pytest.approx(2.0)
+    ratio = float(g["ds_net_ratio"])
+    assert float(g["ds_once_ratio"]) == pytest.approx(ratio * ds / 8, rel=0.02)
+    assert 1 < float(g["ds_once_ratio"]) < ratio
