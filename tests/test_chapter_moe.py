@@ -342,3 +342,16 @@ def test_sending_once_per_device(book):
     ratio = float(g["ds_net_ratio"])
     assert float(g["ds_once_ratio"]) == pytest.approx(ratio * ds / 8, rel=0.02)
     assert 1 < float(g["ds_once_ratio"]) < ratio
+
+
+def test_balance_loss_in_the_training_step(book):
+    """Task loss plus alpha times the per-group auxiliary loss, trained through moe_ep:
+    both weights fit the task; the weighted one ends better balanced, with fewer drops,
+    and changing alpha (an argument) compiles nothing new."""
+    g = glued(book, "moe")
+    runs = g["alpha_runs"]
+    task0, aux1, drop1 = runs["0.0"]
+    task2, aux2, drop2 = runs["0.01"]
+    assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
+    assert max(task0, task2) < 0.1
+    assert len(set(g["alpha_no_recompile"].values())) == 1
