@@ -277,3 +277,22 @@ def test_short_loop_scan_against_unrolled(book):
         assert g[key].endswith("s")
     verdict = g["short_scan_vs_loop"]
     assert verdict.endswith(("than", "as")), verdict
+
+
+def test_one_f_one_b_with_fwd_and_bwd(book):
+    """1F1B driven from Python with jax.fwd_and_bwd, one program per stage: the order
+    each stage ran, worked out here from the rule (p - s warm-up forwards, then
+    alternate), the residuals held (p - s), and the one-device gradients."""
+    g = glued(book, "pipeline")
+    stages, m = P, 8
+    for s, ran in enumerate(g["f1b_orders"]):
+        warm = min(stages - s, m)
+        want = [f"F{i}" for i in range(warm)]
+        for i in range(m):
+            want.append(f"B{i}")
+            if warm + i < m:
+                want.append(f"F{warm + i}")
+        assert ran == want
+    assert g["f1b_peak"] == [stages - s for s in range(stages)]
+    assert float(g["f1b_worst"]) < 1e-5
+    assert g["f1b_compiled"] == stages - 1
