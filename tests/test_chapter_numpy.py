@@ -427,3 +427,64 @@ def test_loop_of_small_operations(book):
     assert share > 0.5 and g["loop_index_share"] == f"{share:.0%}"
     # The average per operation is the loop's median over its operation count.
     assert seconds(g["loop_per_op"]) == pytest.approx(s["jnp loop"][0] / g["loop_n_ops"], rel=0.02)
+
+
+def test_negative_indices_wrap_before_drop(book):
+    """jax-ml/jax#21708: -1 wraps to the last element before mode="drop" applies;
+    wrap_negative_indices=False, or an index past the end, drops it."""
+    g = glued(book, "numpy")
+    x = np.arange(5.0)
+    last_set = x.copy()
+    last_set[-1] = 99.0  # Python's own wrapping of -1
+    w = g["negative_wrap"]
+    assert w["set -1 drop"] == last_set.tolist()
+    assert w["set -6 drop"] == w["set -1 no wrap"] == x.tolist()  # dropped
+    assert w["get -1 no wrap"] == x[0]  # the dynamic_slice clamps -1 to 0
+    assert w["get -1 no wrap fill"] == "nan"
+    # The thread's slots, recomputed in NumPy with the -1 slots skipped.
+    slots, vals = [-1, -1, 0, 1, 2, 3, -1, -1], list(range(8))
+    intended = np.full(4, -1)
+    for i, v in zip(slots, vals):
+        if i >= 0:
+            intended[i] = v
+    s = g["padded_slots"]
+    assert s["no wrap"] == s["past end"] == intended.tolist()
+    assert g["padded_slots_fixed"] == str(intended)
+    # With wrapping the last element holds a value whose slot wraps to 3.
+    assert s["drop"][:3] == intended[:3].tolist()
+    assert s["drop"][3] in {v for i, v in zip(slots, vals) if i % 4 == 3}
+    assert g["padded_slots_last"] == s["drop"][3] != intended[3]
+    assert s["wrap ops"] == ["lt", "add", "select_n"]
+    assert not {"lt", "add", "select_n"} & set(s["no wrap ops"])
+    text = page_text(book, "numpy")
+    assert f"competing values, {g['padded_slots_last']} here" in text
+    assert f"intended {g['padded_slots_fixed']}" in text
+    hrefs = [a.get("href", "") for a in bookcheck.soup(book, "numpy").select("a")]
+    assert "https://github.com/jax-ml/jax/issues/21708" in hrefs
+
+
+def test_create_on_device_and_aliasing(book):
+    """jax-ml/jax#8007: device= on jnp.array and jnp.asarray commits like device_put,
+    and only device_put shares a NumPy array's memory (64-byte-aligned data)."""
+    g = glued(book, "numpy")
+    placed = g["created_on_device"]
+    assert {dev for dev, _ in placed.values()} == {"cpu:3"}
+    committed = {name: c for name, (_, c) in placed.items()}
+    assert committed == {
+        "jnp.array(host, device=cpu3)": True,
+        "jnp.asarray(host, device=cpu3)": True,
+        "jnp.zeros(6, device=cpu3)": True,
+        "jax.device_put(host, cpu3)": True,
+        "jnp.asarray(host), default_device": False,
+    }
+    shared = g["device_put_aliases"]
+    assert len(shared) == 8
+    for key, (same, first) in shared.items():
+        offset, name = key.split(" ", 1)
+        aliases = offset == "0" and not name.startswith("jnp.")
+        # A shared buffer shows the later write of -1.0 to the NumPy array.
+        assert (same, first) == ((True, -1.0) if aliases else (False, 0.0)), key
+    assert shared["0 may_alias=False"] == (True, -1.0)  # jax-ml/jax#37830
+    text = " ".join(page_text(book, "numpy").split())
+    assert "jnp.asarray(src, device=cpu3) shares: False [0] = 0.0" in text
+    assert "jax.device_put(src, cpu3) shares: True [0] = -1.0" in text

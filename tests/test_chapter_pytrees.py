@@ -128,3 +128,21 @@ def test_pytrees_flax_static_fields(book, g):
     ]
     # An nnx.Module's static int: a retrace per value; equal hashes, unequal structures.
     assert g["nnx_static"] == ([1, 2], [".w.value"], False, True)
+
+
+def test_pytrees_merge(book, g):
+    """jax-ml/jax#7828: trees split with None merge back with is_leaf, which applies
+    to the first tree only; the error's key path then misses the mismatch."""
+    model = {"w": 1.0, "b": 0.0, "head": {"w": 2.0, "b": 0.5}}
+    merged = g["merge_none"]
+    assert merged["round trip"] == model
+    assert merged["three"] == {"x": 1, "y": 3}  # x from the first tree that has it
+    orders = g["merge_order"]
+    assert orders["no_enc, no_dec_w"] == {"enc": {"w": 1.0}, "dec": {"w": 2.0}}
+    prefix = "ValueError: pytree structure error: different types at key path "
+    assert orders["no_dec_w, no_enc"] == prefix + "tree_map tree['dec']['w']"
+    assert orders["no_enc, no_dec"] == prefix + "tree_map tree['dec']"
+    assert orders["no_dec, no_enc"] == prefix + "tree_map tree['dec']"
+    text = page_text(book, "pytrees")
+    assert "merge(train, frozen) == model: True" in text
+    assert "merge(frozen, train) == model: True" in text
