@@ -70,7 +70,9 @@ def test_autodiff_custom_rules(book):
         "TypeError",
         "ValueError",
         "TypeError",
+        "ValueError",
         "UnexpectedTracerError",
+        "TypeError",
         "TypeError",
     ]
     assert "grad requires real- or complex-valued inputs" in errs[0].message
@@ -81,10 +83,15 @@ def test_autodiff_custom_rules(book):
     assert "jacfwd requires real-valued inputs" in errs[3].message
     assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[4].message
     assert "forward-mode autodiff (jvp) to a custom_vjp function" in errs[5].message
+    # A custom_jvp rule whose tangent runs through a while_loop: grad refuses it.
+    assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[6].message
     # A traced value in a nondiff_argnums position is refused.
-    assert "nondiff_argnums" in errs[6].message
-    # jax.custom_gradient refuses a function among its arguments.
-    assert "is not a valid JAX type" in errs[7].message
+    assert "nondiff_argnums" in errs[7].message
+    # jax.custom_gradient refuses a function among its arguments, and so do the
+    # residuals of a custom_vjp's fwd.
+    assert "is not a valid JAX type" in errs[8].message
+    assert "is not a valid JAX type" in errs[9].message
+    assert "<class 'function'>" in errs[9].message
     g = glued(book, "autodiff")
     exact, exact2 = 0.5 / np.sqrt(2.0), -0.25 * 2.0**-1.5
     assert float(g["while_tangent"]) == pytest.approx(exact, rel=1e-5)
@@ -238,3 +245,42 @@ def test_autodiff_jacfwd_through_a_python_loop(book):
     assert float(g["jacfwd_lower_ratio"]) > 1.5
     assert g["jacfwd_lower_py_100"].endswith("s")
     assert g["jacfwd_lower_fori_100"].endswith("s")
+
+
+def test_autodiff_max_cotangents(book):
+    g = glued(book, "autodiff")
+    seen = g["max_cotangents"]
+    # Ties share the cotangent of max; argmax sends it all to the first maximum.
+    y = np.array([1.0, 3.0, 3.0, 2.0])
+    tie = (y == y.max()).astype(float)
+    assert seen["tied"] == (tie / tie.sum()).tolist()
+    assert seen["by_index"] == [0.0, 1.0, 0.0, 0.0]
+    assert seen["jaxpr"] == {"eq": True, "count": True, "index": True}
+    # A 0 * inf behind the entry that is not the maximum: nan both ways.
+    assert seen["pick"] == {"max": "nan", "y[argmax]": "nan"}
+    # A nan entry: no entry equals the maximum, so max's gradient is all nan.
+    assert seen["matches"] == 0
+    assert seen["nan_input"] == {
+        "max": ["nan"] * 3,
+        "nanmax": ["0.0", "1.0", "0.0"],
+        "y[argmax]": ["1.0", "0.0", "0.0"],
+    }
+
+
+def test_autodiff_loop_in_a_jvp_rule(book):
+    g = glued(book, "autodiff")
+    # d/dc of 1 / (1 - exp(-c)) at c = 1, by jvp, by the tangent applied after the
+    # loop and by a custom_vjp whose bwd loops.
+    c = 1.0
+    exact = -np.exp(-c) / (1 - np.exp(-c)) ** 2
+    assert len(g["loop_rule_grads"]) == 3
+    assert g["loop_rule_grads"] == pytest.approx((exact,) * 3, rel=1e-5)
+
+
+def test_autodiff_fixed_point_keeps_functions_out_of_residuals(book):
+    g = glued(book, "autodiff")
+    x, dx_da = g["fixed_point_grad"]
+    # x = cos x (the Dottie number), and the implicit derivative of x = a cos x at a = 1.
+    assert x == pytest.approx(np.cos(x), abs=1e-5)
+    assert x == pytest.approx(0.739085, abs=1e-5)
+    assert dx_da == pytest.approx(np.cos(x) / (1 + np.sin(x)), rel=1e-4)
