@@ -244,3 +244,27 @@ def test_shard_map_faq_demonstrations(text, g):
     assert g["gqa_diffs"] == [0.0, 0.0]
     # the Pallas GPU kernel refuses a length that is not a multiple of its block
     assert "q_seq_len=192 must be a multiple of block_q=128" in text
+
+
+def test_tpu_flash_attention_layout_and_blocks(text, g):
+    """jax-ml/jax#18590: lowered for TPU on the CPU, the Pallas TPU flash_attention
+    refuses 1000 positions (not a multiple of its 128 block), reads (B, S, H, D) as 8
+    positions, and lowers (B, H, S, D) with 1024 positions to a Mosaic call."""
+    shapes = g["tpu_flash_shapes"]
+    assert shapes["(B, H, S, D), S = 1000"] == (
+        "ValueError: kv_seq_len=1000 should be divisible by block_k_major=128"
+    )
+    assert shapes["(B, S, H, D), S = 1000"] == (
+        "ValueError: block_q=128 should be smaller or equal to q_seq_len=8"
+    )
+    assert shapes["(B, H, S, D), S = 1024"] == "lowers: tpu_custom_call"
+    assert "kv_seq_len=1000 should be divisible by block_k_major=128" in text
+
+
+def test_attention_intensity_does_not_grow_with_length(g):
+    """patrick-kidger/equinox#732: XLA's attention moves bytes as T^2, like its FLOPs,
+    so FLOPs per byte stays put while T grows four-fold."""
+    intensity = {int(t): float(i) for t, i in g["attn_intensity"].items()}
+    assert sorted(intensity) == [1024, 2048, 4096]
+    assert max(intensity.values()) / min(intensity.values()) < 1.5
+    assert g["attn_intensity_max"] == f"{max(intensity.values()):.0f}"

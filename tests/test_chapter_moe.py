@@ -355,3 +355,45 @@ def test_balance_loss_in_the_training_step(book):
     assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
     assert max(task0, task2) < 0.1
     assert len(set(g["alpha_no_recompile"].values())) == 1
+
+
+def test_an_empty_groups_weight_gradient_is_exactly_zero(book):
+    """openxla/tokamax#887: ragged_dot's rhs gradient is each group's own rows times
+    the upstream gradient, so the empty group's is exactly 0. Recomputed here in
+    NumPy from the page's keys."""
+    import jax
+
+    g = glued(book, "moe")
+    assert float(g["empty_rhs_grad"]) == 0.0
+    assert float(g["rhs_grad_by_hand"]) < 1e-5
+    lhs = np.asarray(jax.random.normal(jax.random.key(2), (10, 4)))
+    cot = np.asarray(jax.random.normal(jax.random.key(4), (10, 5)))
+    text = page_text(book, "moe")
+    for group, (a, b) in enumerate([(0, 3), (3, 3), (3, 10)]):
+        biggest = np.abs(lhs[a:b].T @ cot[a:b]).max() if b > a else 0.0
+        assert f"group {group} ({b - a} rows): max |d rhs| = {biggest:.4g}," in text
+
+
+def test_megablox_gmm_under_expert_parallel_shard_map(book):
+    """AI-Hypercomputer/maxtext#1449: megablox's gmm (interpret mode) with
+    group_offset inside shard_map over the expert axis equals ragged_dot, values
+    and gradients; the check_vma error and the row-tile rule are shown."""
+    import jax
+    import jax.numpy as jnp
+
+    g = glued(book, "moe")
+    diffs = g["gmm_ep_diffs"]
+    assert set(diffs) == {"output", "d rows", "d weights"}
+    assert all(v < 1e-5 for v in diffs.values()), diffs
+    assert float(g["gmm_empty_grad"]) == 0.0
+    # the page's group sizes, from its keys: expert 5 gets no rows
+    experts = jax.random.randint(jax.random.key(22), (64,), 0, E)
+    experts = jnp.where(experts == 5, 6, experts)
+    sizes = np.bincount(np.asarray(experts), minlength=E)
+    assert sizes[5] == 0 and sizes.sum() == 64
+    text = page_text(book, "moe")
+    assert f"group sizes: {sizes.tolist()}" in text
+    assert "weights      (16, 32, 64) -> each device (2, 32, 64)" in text
+    assert "group sizes  (16,) -> each device (16,)" in text
+    assert "manual_axis_type" in text and "check_vma=False" in text
+    assert "60 must be divisible by x-dimension tile size (8)" in text
