@@ -262,6 +262,7 @@ def test_autodiff_max_cotangents(book):
     assert seen["matches"] == 0
     assert seen["nan_input"] == {
         "max": ["nan"] * 3,
+        "max, jit": ["0.0"] * 3,  # XLA compiles the product to a select: zeros
         "nanmax": ["0.0", "1.0", "0.0"],
         "y[argmax]": ["1.0", "0.0", "0.0"],
     }

@@ -393,7 +393,7 @@ def test_megablox_gmm_under_expert_parallel_shard_map(book):
     assert sizes[5] == 0 and sizes.sum() == 64
     text = page_text(book, "moe")
     assert f"group sizes: {sizes.tolist()}" in text
-    assert "weights      (16, 32, 64) -> each device (2, 32, 64)" in text
-    assert "group sizes  (16,) -> each device (16,)" in text
+    assert "weights (16, 32, 64) -> each device (2, 32, 64)" in text  # spaces collapsed
+    assert "group sizes (16,) -> each device (16,)" in text
     assert "manual_axis_type" in text and "check_vma=False" in text
     assert "60 must be divisible by x-dimension tile size (8)" in text
