@@ -194,6 +194,54 @@ def test_recompilation_traps(book):
     assert "slower" in g["recompile_cost"]
 
 
+def test_persistent_cache_traces_in_every_process(book):
+    g = glued(book, "debugging")
+    first, second = g["persistent_runs"]
+    # Each fresh process traced both shapes, and explained each as a tracing miss:
+    # a function never seen, then the new input type.
+    for run in (first, second):
+        assert run["traced"] == [(8,), (16,)]
+        assert run["explained"][0].startswith("TRACING CACHE MISS")
+        assert "never seen function" in run["explained"][0]
+        assert run["logged"][0].startswith("TRACING CACHE MISS")
+        assert "now f32[16] and before f32[8]" in run["logged"][0]
+    # Run 1 missed the disk cache and wrote both programs; run 2 wrote nothing, and
+    # its read from disk shows only under log_compiles, as a hit, after a Compiling line.
+    lines_1 = first["explained"] + first["logged"]
+    assert sum(line.startswith("PERSISTENT COMPILATION CACHE MISS") for line in lines_1) == 2
+    assert sum(line.startswith("Writing jit_step") for line in lines_1) == 2
+    assert len(second["explained"]) == 1
+    lines_2 = second["explained"] + second["logged"]
+    assert not any("MISS for" in line or line.startswith("Writing") for line in lines_2)
+    assert second["logged"].count("Persistent compilation cache hit for 'jit_step'") == 1
+    assert any(line.startswith("Compiling jit(step)") for line in second["logged"])
+    assert g["persistent_files"]["jit_step"] == 2  # one program per shape
+
+
+def test_nnx_objects_closed_over_by_jit(book):
+    g = glued(book, "debugging")
+    # The closure is refused where it first touches an NNX object.
+    assert g["nnx_closure_errors"] == {
+        "update(x, y)": (
+            "ValueError: Cannot extract graph node from different trace level",
+            "grads = nnx.grad(mse)(self.model, x, y)",
+        ),
+        "apply(grads)": (
+            "TraceContextError: Cannot mutate Param from a different trace level",
+            "self.optimizer.update(self.model, grads)",
+        ),
+    }
+    assert re.fullmatch(r"\d+\.\d+\.\d+", g["flax_version"])
+    fixes = g["nnx_fixes"]
+    assert fixes["nnx.jit"] == fixes["split/merge"]
+    # Recomputed here: x = ones((4, 2)), y = 0, so every row predicts p = w0 + w1 + b,
+    # the loss is p**2 and one SGD step (0.1) takes 0.2 p from w0, w1 and b: p -> 0.4 p.
+    (w0, w1), b = fixes["start"]
+    p = w0 + w1 + b
+    expected = [(p * 0.4**k) ** 2 for k in range(3)]
+    assert fixes["nnx.jit"] == pytest.approx(expected, rel=1e-4)
+
+
 def test_donation_saves_the_parameters(book):
     g = glued(book, "debugging")
     expected = (512 * 512 + 512) * 4  # float32 params, computed here

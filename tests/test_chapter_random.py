@@ -119,6 +119,33 @@ def test_random_generators(g):
     }
 
 
+def test_random_gpu_determinism(g):
+    import jax
+
+    bits = g["order_bits"]
+    # The same order twice, scatter or float32 loop: the same bits; reversed: others.
+    assert bits["scatter, index order"] == bits["again"] == bits["loop, index order"]
+    assert bits["scatter, reversed"] == bits["loop, reversed"] != bits["again"]
+    # Every one of them is the sum of the page's values within float32 rounding,
+    # recomputed here in float64.
+    values = np.asarray(jax.random.normal(jax.random.key(0), (1000,)), dtype=np.float64)
+    for total in bits.values():
+        assert float(np.uint32(total).view(np.float32)) == pytest.approx(values.sum(), abs=1e-4)
+    assert 0 < float(g["order_diff"]) < 1e-4
+    assert g["grad_scatters"] == {
+        "grad of table[ids]": ["scatter-add"],
+        "grad of max pooling": ["select_and_scatter_add"],
+    }
+    checks = g["flag_checks"]
+    assert checks["xla_gpu_deterministic_ops"].endswith(
+        f"(bits {bits['scatter, index order']:#010x})"
+    )
+    assert "INVALID_ARGUMENT: No such compile option" in checks["xla_gpu_determinstic_ops"]
+    assert checks["XLA_FLAGS typo"] == (
+        "Unknown flag in XLA_FLAGS: --xla_gpu_determinstic_ops=true"
+    )
+
+
 def test_random_exercises(g):
     assert float(g["pi_hat"]) == pytest.approx(np.pi, abs=0.02)
     assert g["pi_reproducible"] == (True, True)
