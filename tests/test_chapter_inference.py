@@ -296,3 +296,50 @@ def test_row_positions(book):
     assert g["row_same"] is True
     # the new values 1 .. 4 * 8 are written once each
     assert number(g["row_total"]) == sum(range(1, 4 * 8 + 1))
+
+
+def test_int8_attention_scores(book):
+    """aqt#514: int8 query-key scores with a scale per query and key vector, checked
+    against the same quantization in NumPy; the dot's FLOPs by hand; the quantizing's
+    cost as the page's table prints it."""
+    from bookcheck import cell_output
+
+    g = glued(book, CHAPTER)
+    b, s, n, h = 1, 32, 2, 16
+    rng = np.random.default_rng(0)  # the page's draws, in the page's order
+    k = rng.standard_normal((b, s, n, h)).astype(np.float32)
+    queries = [rng.standard_normal((b, t, n, h)).astype(np.float32) for t in (s, 1)]
+
+    def quantize(x):
+        scale = np.abs(x).max(axis=-1, keepdims=True) / np.float32(127)
+        return np.round(x / scale), scale
+
+    worst = 0.0
+    for q in queries:
+        exact = np.einsum("btnh,bsnh->bnts", q, k)
+        (q8, sq), (k8, sk) = quantize(q), quantize(k)
+        approx = np.einsum("btnh,bsnh->bnts", q8, k8)
+        approx = approx * sq.transpose(0, 2, 1, 3) * sk.transpose(0, 2, 3, 1)
+        worst = max(worst, np.abs(approx - exact).max() / np.abs(exact).max())
+    assert number(g["qk_err"]) == pytest.approx(worst, abs=0.0006)
+    out = cell_output(book, CHAPTER, 'EQN = "BTNH,BSNH->BNTS"')
+    rows = {
+        (int(t), name): (number(f), number(by))
+        for t, name, f, by in re.findall(
+            r"^\s*(\d+)  (\S.*?)\s+([\d,]+)\s+([\d,]+)\s+\d+\s+\S+$", out, re.M
+        )
+    }
+    assert len(rows) == 5
+    # The float32 programs do the dot alone: 2 T S N H FLOPs.
+    assert rows[s, "float32"][0] == 2 * s * s * n * h
+    assert rows[1, "float32"][0] == 2 * 1 * s * n * h
+    per_call, stored = rows[1, "int8, q and k per call"], rows[1, "int8, k stored as int8"]
+    ratio = per_call[0] / rows[1, "float32"][0]
+    assert number(g["qk_decode_flops"]) == pytest.approx(ratio, abs=0.05) and ratio > 2
+    train = rows[s, "int8, q and k per call"]
+    assert number(g["qk_train_flops"]) == pytest.approx(train[0] / rows[s, "float32"][0], abs=0.005)
+    assert number(g["qk_train_bytes"]) == pytest.approx(train[1] / rows[s, "float32"][1], abs=0.005)
+    assert stored[1] < rows[1, "float32"][1] < per_call[1]
+    assert rows[1, "float32"][0] < stored[0] < per_call[0]
+    for ops in ("abs, reduce", "round-nearest-even, convert", "convert, multiply"):
+        assert ops in out, ops

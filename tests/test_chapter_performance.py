@@ -327,3 +327,48 @@ def test_exec_time_effort(book):
     out = cell_output(book, CH, '"exec_time_optimization_effort": -1.0')
     assert "jax_exec_time_optimization_effort for the run: 0.0" in out
     assert out.count("the default's HLO: True") == 3
+
+
+def test_nnx_overhead(book):
+    """flax#4045: one NNX step called three ways computes the same thing; nnx.jit is
+    the slowest and makes the most calls into Flax, jax.jit on the split state the
+    fastest with none into its graph code."""
+    g = glued(book, CH)
+    assert g["nnx_same_steps"] is True
+    assert g["nnx_graphdef_new_adam"] is False
+    # Counted by hand: three Linear layers (kernel and bias each), Adam's two moments
+    # for each of those 6, Adam's step count and the optimizer's own.
+    assert g["nnx_arrays"] == 3 * 2 + 2 * 3 * 2 + 2
+    out = cell_output(book, CH, "losses = {name: [float(one_step(xb, yb))")
+    losses = re.findall(r"^(.+?)\s+losses of 3 steps: (.+)$", out, re.M)
+    ways = ["nnx.jit", "nnx.cached_partial", "jax.jit on nnx.split"]
+    assert [name for name, _ in losses] == ways
+    assert len({values for _, values in losses}) == 1
+    first = [float(v) for v in losses[0][1].split(", ")]
+    assert first[0] > first[1] > first[2]
+    assert "all three: True" in out and "True with one ADAM, False with a new" in out
+    # The timings: the ratio and the overhead agree with each other.
+    ratio, fast = float(g["nnx_jit_ratio"]), float(g["nnx_fast_us"])
+    assert ratio > 1.5
+    assert float(g["nnx_overhead_us"]) == pytest.approx((ratio - 1) * fast, rel=0.1, abs=2)
+    timed = cell_output(book, CH, "timings = benchmark_interleaved(")
+    rows = dict(re.findall(r"^(.+?)\s{2,}\S+ \S+ per step {2}(.*)$", timed, re.M))
+    assert list(rows) == ways
+    assert "slower" in rows["nnx.jit"] and rows["jax.jit on nnx.split"] == "baseline"
+    # The calls into flax/nnx, as printed, agree with the glued counts.
+    calls = cell_output(book, CH, "def flax_calls_per_step")
+    counted = {
+        name: (int(a.replace(",", "")), int(b.replace(",", "")))
+        for name, a, b in re.findall(
+            r"^(.+?)\s+([\d,]+) calls into flax/nnx per step,\s+([\d,]+) of them", calls, re.M
+        )
+    }
+    assert list(counted) == ways
+    assert counted["nnx.jit"] == (
+        int(g["nnx_flax_calls"].replace(",", "")),
+        int(g["nnx_graph_calls"].replace(",", "")),
+    )
+    assert counted["nnx.cached_partial"][1] == int(g["nnx_cached_graph_calls"].replace(",", ""))
+    split = counted["jax.jit on nnx.split"]
+    assert split == (int(g["nnx_split_calls"].replace(",", "")), 0)
+    assert counted["nnx.jit"] > counted["nnx.cached_partial"] > split

@@ -400,3 +400,15 @@ def test_replicated_and_split_arrays_restore_together(book):
     weights, with the value it was saved with."""
     g = glued(book, "scaling")
     assert g["count_restored"] == ("P()", DATA * MODEL, g["steps"])
+
+
+def test_scan_remat_compared_with_the_plain_loop(book):
+    """The checkpointed scan's temporaries against the plain loop's without remat: the
+    phrase the prose uses says which is smaller, as the glued byte counts do."""
+    g = glued(book, "scaling")
+    plain = g["deep"]["False"][0]
+    scan_remat = g["scan_remat"]["True"]
+    assert g["scan_vs_plain"] == ("less than" if plain < scan_remat else "no less than")
+    # The data-parallel factor as a range: halving its all-reduce can only shrink it.
+    assert 1 < float(g["tp_vs_dp_low"]) <= float(g["tp_vs_dp"])
+    assert g["tanh_transcendentals"] == f"{256 * 256:,}"
