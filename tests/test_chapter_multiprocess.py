@@ -302,3 +302,20 @@ def test_network_against_fast_links(book):
     h100 = (2.5e10 * 18) / 5e10  # 18 NVLink links; one 400 Gb/s card per GPU
     assert float(g["dcn_v5e"]) == round(v5e)
     assert float(g["dcn_h100"]) == round(h100)
+
+
+def test_python_launcher_as_ray_does_it(book):
+    # Two workers started by concurrent.futures, each given the three arguments of
+    # jax.distributed.initialize, formed one system of 2 x 4 devices; each summed
+    # its 4 copies of 1 + process id, and both got the global sum back.
+    expected_sum = sum(4 * (1.0 + p) for p in (0, 1))
+    assert glued(book, "multiprocess")["launcher_results"] == [
+        (0, 8, expected_sum),
+        (1, 8, expected_sum),
+    ]
+    out = cell_output(book, "multiprocess", "import concurrent.futures")
+    for p in (0, 1):
+        assert f"worker {p}: 8 devices in all, global sum {expected_sum}" in out, out
+    # The worker's output went to its log file, not into the page.
+    assert "Gloo" not in out
+    assert "mesh-transformer-jax/issues/187" in source_of_page(book)

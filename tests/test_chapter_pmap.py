@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bookcheck import VERDICT, cell_output, glued, images, page_text
+from bookcheck import VERDICT, cell_output, glued, images, page_text, soup
 from jaxguide.compiled import format_bytes
 
 pytestmark = pytest.mark.book
@@ -264,3 +264,21 @@ def test_pmap_second_input_signature(book):
     assert glued(book, "pmap")["pmap_signatures"] == [(), (2,)]
     out = cell_output(book, "pmap", "squared = jax.pmap(square")
     assert "input (8, 2) -> output (8, 2)" in out
+
+
+def test_pmap_flax_replicate(book):
+    g = glued(book, "pmap")
+    # flax's replicate stacks one copy per device (the step counter too); device_put
+    # with P() keeps the shapes: the Dense kernel is 3 inputs x 2 features.
+    n_dev = 8
+    assert g["pmap_replicate_shapes"] == [(n_dev, 3, 2), (3, 2), (n_dev,)]
+    assert g["pmap_replicate_same"] is True
+    out = cell_output(book, "pmap", "from flax import jax_utils")
+    assert "same outputs: True (8, 2)" in out, out
+    # The GPU-only part names the NCCL variables and links its sources.
+    text = page_text(book, "pmap")
+    assert "NCCL_P2P_DISABLE=1" in text and "NCCL_DEBUG=INFO" in text
+    page = soup(book, "pmap")
+    links = {a.get("href", "") for a in page.find_all("a")}
+    assert "https://github.com/NVIDIA/nccl-tests/issues/117" in links
+    assert any("docs.nvidia.com/deeplearning/nccl" in href for href in links)

@@ -4,6 +4,8 @@ raised."""
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 
@@ -259,3 +261,43 @@ def test_pmax_and_nested_vmap(g):
     assert nested["{'spmd_axis_name': 'b'}"].startswith("ValueError: ")
     # The workaround: one shard_map over both axes, the same rows, split over both.
     assert g["both_axes"] == [rows, "P('b', 'x')"]
+
+
+def test_collectives_need_shard_map(book, g, text):
+    # psum under a plain jit, with in_shardings and out_shardings on the mesh: the
+    # axis name is unbound, and a current mesh (jax.set_mesh) does not bind it.
+    out = cell_output(book, CHAPTER, "def psum_jit(v):")
+    assert "NameError" in out and "unbound axis name: x" in out, out
+    assert "under jax.set_mesh: NameError: Found an unbound axis name: x" in text
+    # The whole-array sum under jit and the psum under shard_map: sum(range(8)) both
+    # ways, each through one all-reduce.
+    total = float(np.arange(8.0).sum())
+    assert g["jit_or_shard_map"] == {
+        "jit, v.sum()": [total, {"all-reduce": 1}],
+        "shard_map, psum": [total, {"all-reduce": 1}],
+    }
+    assert g["jit_sum_allreduces"] == 1
+
+
+def test_collective_sharp_edges(book, g, text):
+    # axis_name=(): ppermute and all_to_all refuse outside a map, pmax inside
+    # shard_map (with a message about psum); the rest return their input.
+    assert g["empty_axes_outside"] == ["ppermute", "all_to_all"]
+    assert g["empty_axes_inside"] == ["pmax"]
+    assert "ValueError: psum is a variant->invariant collective" in text
+    # all_gather over () adds no axis; over a mesh axis of size 1 it adds one. Each
+    # device's block of the (16, 2) input is 16 // P_DEV rows.
+    rows = 16 // P_DEV
+    assert g["gather_empty_types"] == [
+        f"float32[{rows},2]{{V:x}}",
+        f"float32[1,{rows},2]{{V:(x,one)}}",
+    ]
+    # Negative axes: all_gather normalises; psum_scatter and all_to_all fail in
+    # lowering; a negative concat_axis kills the process with SIGSEGV.
+    assert g["negative_axes"] == {
+        "all_gather(axis=-1)": "runs, as axis=1",
+        "psum_scatter(scatter_dimension=-1)": "ValueError",
+        "all_to_all(split_axis=-1)": "MLIRError",
+    }
+    assert "whose value is non-negative" in text
+    assert g["concat_negative_rc"] == -signal.SIGSEGV
