@@ -397,3 +397,14 @@ def test_megablox_gmm_under_expert_parallel_shard_map(book):
     assert "group sizes (16,) -> each device (16,)" in text
     assert "manual_axis_type" in text and "check_vma=False" in text
     assert "60 must be divisible by x-dimension tile size (8)" in text
+
+
+def test_group_offset_is_implemented_on_no_platform(book):
+    """jax-ml/jax#34168: a hashable group_offset gets past the TypeError and then no
+    platform's lowering implements it."""
+    g = glued(book, "moe")
+    assert set(g["offset_lowering"]) == {"cpu", "cuda", "tpu"}
+    assert all(
+        r.startswith("NotImplementedError: Unimplemented group_offset")
+        for r in g["offset_lowering"].values()
+    )
