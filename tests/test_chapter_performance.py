@@ -86,10 +86,8 @@ def test_time_per_scope(book):
     # slowest phases are the table's.
     assert g["dw_kinds"] == ["dot"]
     assert 0 < pct(g["dw_rate_ratio"]) < 0.5  # timed alone, not from the trace
-    # The trace's event for layer 1's weight gradient is shorter than the product
-    # timed alone (XLA:CPU logs the rest as waiting for completion); layer 2's
-    # forward product beats its weight gradient of the same sizes.
-    assert 0 < pct(g["dw_trace_share"]) < 1
+    # Timed alone, layer 2's forward product beats its weight gradient of the same
+    # sizes.
     assert float(g["l2_fwd_over_dw"]) > 1
     assert float(g["rate_l2_fwd"]) == pytest.approx(rate["layer2 forward"], abs=0.1)
     assert g["slowest_phases"] == " and ".join(sorted(rate, key=rate.get)[:2])
