@@ -40,3 +40,24 @@ def test_bad_names_say_what_exists():
         hardware.chip(5)
     with pytest.raises(ValueError, match=r"Chip.flops\(dtype='fp8'\): dtype must be one of"):
         hardware.chip("TPU v5e").flops("fp8")
+
+
+def test_onchip_memory_matches_jax_own_table():
+    """VMEM per TensorCore is JAX's own figure (what Pallas reads on a TPU), and the
+    GPU's register file is 64K 32-bit registers per SM."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    versions = {"TPU v4": "v4", "TPU v5e": "v5e", "TPU v5p": "v5p", "TPU v6e": "v6e"}
+    for name, version in versions.items():
+        info = pltpu.get_tpu_info_for_chip(pltpu.ChipVersion(version), 1)
+        c = hardware.chip(name)
+        assert c.onchip_bytes == info.vmem_capacity_bytes, name
+        assert c.registers_bytes is None
+        assert c.sources["VMEM per TensorCore"] == hardware.JAX_TPU_INFO
+    for name in ("H100 SXM", "H200"):
+        c = hardware.chip(name)
+        assert c.registers_bytes == 256 * 1024
+        assert c.onchip_bytes == 228 * 1024 and c.onchip_name == "shared memory per SM"
+        assert c.sources["registers per SM"] == hardware.CUDA_LIMITS
+        # the register file is larger than the shared memory beside it
+        assert c.registers_bytes > c.onchip_bytes

@@ -52,6 +52,12 @@ Many devices and processes:
 * :mod:`jaxguide.decode` - autoregressive decoding apart from the model: sampling with
   explicit keys, KV-cache bytes, a decode step's roofline time.
 
+Writing kernels:
+
+* :mod:`jaxguide.kernels` - ``check_kernel``: a kernel against its reference on random
+  arguments of several shapes, worst error against a stated tolerance;
+  ``tiled_matmul_cost``: a tiled matmul's FLOPs, HBM and on-chip bytes, by hand.
+
 Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
 the device count. Every submodule is also reachable as an attribute
 (``jaxguide.sharding.notation``): it is imported on first access.
@@ -89,6 +95,7 @@ _SUBMODULES = (
     "gradcheck",
     "hardware",
     "jaxlogs",
+    "kernels",
     "models",
     "moe",
     "page",

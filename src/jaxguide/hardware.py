@@ -35,6 +35,14 @@ H100_DATASHEET = "https://www.nvidia.com/en-us/data-center/h100/"
 H200_DATASHEET = "https://www.nvidia.com/en-us/data-center/h200/"
 HOPPER_TUNING = "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html"
 DGX_H100 = "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"
+#: JAX's own table of TPU generations (VMEM per TensorCore), the one Pallas reads through
+#: ``jax.experimental.pallas.tpu.get_tpu_info_for_chip``.
+JAX_TPU_INFO = "https://github.com/jax-ml/jax/blob/main/jax/_src/pallas/mosaic/tpu_info.py"
+#: The CUDA programming guide's table of limits per compute capability (registers per SM).
+CUDA_LIMITS = (
+    "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
+    "#features-and-technical-specifications-technical-specifications-per-compute-capability"
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ class Chip:
             TPU, shared memory per streaming multiprocessor (SM) on a GPU; None where
             the sources below publish no figure.
         onchip_name: what that memory is called.
+        registers_bytes: the register file per SM on a GPU (where a kernel's
+            accumulators live); None for a TPU, whose vector registers the sources
+            do not size.
         cores: TensorCores (TPU) or SMs (GPU) per chip.
         sources: the page each group of figures comes from.
     """
@@ -69,6 +80,7 @@ class Chip:
     network_one_way: float
     onchip_bytes: float | None
     onchip_name: str
+    registers_bytes: float | None
     cores: int
     sources: MappingProxyType[str, str] = field(repr=False)
 
@@ -139,11 +151,13 @@ def _tpu(
         network_one_way=2.5e10 / per_host,
         onchip_bytes=vmem,
         onchip_name="VMEM per TensorCore",
+        registers_bytes=None,
         cores=cores,
         sources=MappingProxyType(
             {
                 "flops, HBM, ICI, network": SCALING_BOOK_TPUS,
-                "VMEM, TensorCores": SCALING_BOOK_TPUS,
+                "TensorCores": SCALING_BOOK_TPUS,
+                "VMEM per TensorCore": JAX_TPU_INFO,
             }
         ),
     )
@@ -162,11 +176,14 @@ def _hopper(name: str, hbm: float, bw: float, datasheet: str) -> Chip:
         network_one_way=5e10,  # one 400 Gb/s ConnectX-7 card per GPU in a DGX H100
         onchip_bytes=228 * 1024,
         onchip_name="shared memory per SM",
+        # 64K 32-bit registers per SM (compute capability 9.0)
+        registers_bytes=65536 * 4,
         cores=132,
         sources=MappingProxyType(
             {
                 "flops, HBM, NVLink": datasheet,
                 "shared memory per SM, SMs": HOPPER_TUNING,
+                "registers per SM": CUDA_LIMITS,
                 "network": DGX_H100,
             }
         ),
@@ -182,11 +199,11 @@ CHIPS: MappingProxyType[str, Chip] = MappingProxyType(
         c.name: c
         for c in (
             # name, bf16, int8, HBM, HBM bytes/s, ICI link one way, links (a 3D torus
-            # gives 6, a 2D torus 4), VMEM (published for v5e only), TensorCores
-            _tpu("TPU v4", 2.75e14, 2.75e14, 32 * _GB, 1.2e12, 4.5e10, 6, None, 2),
+            # gives 6, a 2D torus 4), VMEM per TensorCore (JAX's table), TensorCores
+            _tpu("TPU v4", 2.75e14, 2.75e14, 32 * _GB, 1.2e12, 4.5e10, 6, 16 * _MIB, 2),
             _tpu("TPU v5e", 1.97e14, 3.94e14, 16 * _GB, 8.1e11, 4.5e10, 4, 128 * _MIB, 1),
-            _tpu("TPU v5p", 4.59e14, 9.18e14, 96 * _GB, 2.8e12, 9e10, 6, None, 2),
-            _tpu("TPU v6e", 9.2e14, 1.84e15, 32 * _GB, 1.6e12, 9e10, 4, None, 1),
+            _tpu("TPU v5p", 4.59e14, 9.18e14, 96 * _GB, 2.8e12, 9e10, 6, 64 * _MIB, 2),
+            _tpu("TPU v6e", 9.2e14, 1.84e15, 32 * _GB, 1.6e12, 9e10, 4, 128 * _MIB, 1),
             _hopper("H100 SXM", 80 * _GB, 3.35e12, H100_DATASHEET),
             _hopper("H200", 141 * _GB, 4.8e12, H200_DATASHEET),
         )
