@@ -85,6 +85,11 @@ def test_tiled_matmul_cost_counts_the_tiles_a_grid_visits():
     assert cost.flops == 2 * m * n * k
     assert cost.intensity == pytest.approx(cost.flops / cost.hbm_bytes)
     assert cost.onchip_bytes == 2 * ((bm * bk + bk * bn) * 2 + bm * bn * 4) + bm * bn * 4
+    assert (cost.input_tiles, cost.output_tile, cost.accumulator) == (
+        (bm * bk + bk * bn) * 2,
+        bm * bn * 4,
+        bm * bn * 4,
+    )
     # bigger tiles: more reuse, higher intensity, more on-chip bytes
     bigger = tiled_matmul_cost(m, n, k, 2 * bm, 3 * bn, bk, in_bytes=2, out_bytes=4)
     assert bigger.intensity > cost.intensity and bigger.onchip_bytes > cost.onchip_bytes

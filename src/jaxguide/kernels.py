@@ -221,13 +221,21 @@ class TileCost:
         hbm_bytes: bytes moved between main memory and the chip: the left operand read
             once per column of tiles (``n / bn`` times), the right operand once per row
             of tiles (``m / bm`` times), the output written once.
-        onchip_bytes: bytes the tiles hold on chip at once: ``buffers`` copies of an
-            input tile pair and of the output tile, plus the accumulator tile.
+        input_tiles: bytes of one ``(bm, bk)`` tile and one ``(bk, bn)`` tile.
+        output_tile: bytes of one ``(bm, bn)`` output tile.
+        accumulator: bytes of the ``(bm, bn)`` accumulator.
+        onchip_bytes: bytes the tiles hold on chip at once, as a TPU kernel holds them
+            in VMEM: ``buffers * (input_tiles + output_tile) + accumulator``. (A GPU
+            kernel keeps its input tiles in shared memory, ``stages * input_tiles``, and
+            its accumulator in registers.)
         intensity: ``flops / hbm_bytes``, FLOPs per byte moved.
     """
 
     flops: int
     hbm_bytes: int
+    input_tiles: int
+    output_tile: int
+    accumulator: int
     onchip_bytes: int
     intensity: float
 
@@ -298,5 +306,13 @@ def tiled_matmul_cost(
     bm, bn, bk = tiles["bm"], tiles["bn"], tiles["bk"]
     flops = 2 * m * n * k
     hbm = m * k * in_b * (n // bn) + k * n * in_b * (m // bm) + m * n * out_b
-    onchip = bufs * ((bm * bk + bk * bn) * in_b + bm * bn * out_b) + bm * bn * acc_b
-    return TileCost(flops=flops, hbm_bytes=hbm, onchip_bytes=onchip, intensity=flops / hbm)
+    inputs, output, acc = (bm * bk + bk * bn) * in_b, bm * bn * out_b, bm * bn * acc_b
+    return TileCost(
+        flops=flops,
+        hbm_bytes=hbm,
+        input_tiles=inputs,
+        output_tile=output,
+        accumulator=acc,
+        onchip_bytes=bufs * (inputs + output) + acc,
+        intensity=flops / hbm,
+    )
