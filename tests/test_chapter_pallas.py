@@ -1,0 +1,179 @@
+"""The Pallas chapter: every kernel equals its plain-JAX reference, the byte counts and
+tile tables agree with the formulas computed here from scratch, and the interpreter's
+reports (a race, reads out of bounds, memory never written, what the TPU and GPU
+compilers refuse) are the ones the prose describes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bookcheck import errors, glued, page_text, seconds
+from jaxguide import hardware
+
+pytestmark = pytest.mark.book
+
+CHAPTER = "pallas"
+F32, BF16 = 4, 2
+MiB, KiB = 2**20, 2**10
+
+
+@pytest.fixture(scope="module")
+def g(book):
+    return glued(book, CHAPTER)
+
+
+@pytest.fixture(scope="module")
+def text(book):
+    return page_text(book, CHAPTER)
+
+
+def mib(n: float) -> str:
+    """Bytes as the page's format_bytes writes MiB amounts (no trailing .0)."""
+    return f"{n / MiB:.3g} MiB"
+
+
+def test_first_kernel_adds_and_each_program_writes_its_block(g):
+    assert g["add_equal"] is True
+    # program (i, j) of the (4, 2) grid writes block (i, j), numbered 10 i + j
+    assert g["who_blocks"] == [[10 * i + j for j in range(2)] for i in range(4)]
+    loops, custom_calls = g["interpret_program"]
+    assert loops >= 1 and custom_calls == 0
+
+
+def test_tiled_matmul_is_within_the_stated_tolerance(g, text):
+    assert (g["matmul_atol"], g["matmul_rtol"]) == (1e-4, 1e-5)
+    assert 0 < g["worst_tile_error"] < g["matmul_atol"]
+    assert g["check_good"] is True
+    # storing instead of adding survives only where k is a single tile (the first case)
+    assert g["check_bad"] == [True, False, False]
+    assert "1e-04" in text and "1e-05" in text
+
+
+def test_fusion_bytes_by_hand(g, text):
+    m, k, n = 512, 128, 512
+    a, b, c, bias, out = m * k, k * n, m * n, n, m * n
+    unfused = F32 * (a + b + c + c + bias + out)  # two passes: C written, read back
+    # tiles of 256 x 256: A read n / 256 = 2 times, B m / 256 = 2 times, the bias
+    # once per row of tiles (2), the output once
+    fused = F32 * (2 * a + 2 * b + out + 2 * bias)
+    assert g["unfused_kernels"] == 2
+    assert g["unfused_bytes"] == mib(unfused) == "3.5 MiB"
+    assert g["fused_bytes"] == mib(fused)
+    assert g["fused_saved"] == mib(unfused - fused)
+    assert g["fused_saved_share"] == f"{(unfused - fused) / unfused:.0%}" == "43%"
+    assert g["fused_err"] < 1e-5
+    for key in ("unfused_bytes", "fused_saved", "fused_saved_share"):
+        assert str(g[key]) in text, key
+
+
+def test_flash_attention_values_and_gradients(g, book):
+    assert g["flash_fwd_error"] < 1e-5
+    assert g["flash_grad_error"] < 1e-4
+    assert g["pallas_grad_error"].startswith("Linearization failed")
+    raised = [(e.name, e.message) for e in errors(book, CHAPTER)]
+    assert len(raised) == 1, raised
+    name, message = raised[0]
+    assert name == "ValueError" and message.startswith(
+        "Linearization failed to produce known values for all output primals"
+    )
+
+
+def test_onchip_memory_table_matches_hardware(g):
+    expected = {"TPU v4": 16, "TPU v5e": 128, "TPU v5p": 64, "TPU v6e": 128}
+    assert g["vmem_sizes"] == expected
+    for name, size in expected.items():
+        assert hardware.chip(name).onchip_bytes == size * MiB
+    assert g["h100_smem_kib"] == 228
+
+
+def intensity(size: int, b: int) -> float:
+    """2 n^3 FLOPs over A read n/b times, B n/b times, C written once, bfloat16."""
+    hbm = 2 * size * size * (size // b) * BF16 + size * size * BF16
+    return 2 * size**3 / hbm
+
+
+def test_tpu_tile_table(g):
+    size = 8192
+    v5e, v6e = hardware.chip("TPU v5e"), hardware.chip("TPU v6e")
+    assert g["v5e_critical"] == round(1.97e14 / 8.1e11) == 243
+    busy_v5e = [b for b in (128, 256, 512, 1024, 2048) if intensity(size, b) >= 243.2]
+    assert g["first_busy_v5e"] == busy_v5e[0] == 512
+    busy_v6e = [
+        b
+        for b in (128, 256, 512, 1024, 2048)
+        if intensity(size, b) >= v6e.critical_intensity("bf16")
+        # two bf16 copies of A, B and C tiles and a float32 accumulator
+        and 2 * 3 * b * b * BF16 + 4 * b * b <= v6e.onchip_bytes
+    ]
+    assert g["v6e_first_busy"] == busy_v6e[0] == 2048
+    assert g["tile_2048_mib"] == (2 * 3 * 2048 * 2048 * BF16 + 4 * 2048 * 2048) // MiB == 64
+    assert v5e.onchip_bytes == 128 * MiB
+
+
+def test_gpu_tile_table(g):
+    regs, smem_limit = 256 * KiB, 228 * KiB
+    assert g["h100_critical"] == round(9.89e14 / 3.35e12) == 295
+    expected = {}
+    for (bm, bn, bk), stages in [
+        ((128, 128, 64), 3),
+        ((128, 256, 64), 3),
+        ((256, 256, 64), 3),
+        ((128, 256, 64), 5),
+    ]:
+        smem = stages * (bm * bk + bk * bn) * BF16
+        share = bm * bn * F32 / regs
+        expected[f"{bm}x{bn}x{bk}, {stages} stages"] = (smem <= smem_limit, f"{share:.0%}")
+    assert g["gpu_tiles"] == expected
+    assert expected["128x256x64, 5 stages"][0] is False  # 240 KiB > 228 KiB
+
+
+def test_double_buffering_and_the_race(g):
+    assert g["double_buffered"] == (True, 0)
+    assert g["race_reports"] >= 1
+    assert g["race_first_line"].startswith("write of ('vmem'")
+    # a block read before its copy landed is NaN; the first block (copied before the
+    # loop) or others may have landed: some, not all, of the 4 x 8 x 128 outputs
+    assert 0 < g["race_nans"] < 4 * 8 * 128 and g["race_nans"] % (8 * 128) == 0
+    assert g["race_eager_right"] is True
+    assert g["ex_race"] == 0
+
+
+def test_out_of_bounds_and_unwritten_memory(g):
+    assert g["oob_error"].startswith("IndexError: Out-of-bounds read")
+    assert "slice(12, 20, 1)" in g["oob_error"] and "(16, 128)" in g["oob_error"]
+    # interpret=True clamps the start 12 to 16 - 8 = 8: rows 8..15
+    assert g["oob_clamped"] == [float(r) for r in range(8, 16)]
+    assert g["oob_uninit_nans"] == 4  # rows 16..19 do not exist
+    assert g["block_oob_error"].startswith("IndexError: Out-of-bounds block index (2, 0)")
+    assert g["unwritten_int"] == {
+        "interpret=True": -(2**31),
+        "TPU interpreter": 2**31 - 1,
+    }
+    assert g["unwritten_nan"] is True
+
+
+def test_lowering_for_tpu_and_gpu(g, text):
+    assert g["lowered_ok"][0] == "custom call tpu_custom_call"
+    assert g["lowered_ok"][1].startswith("custom call mosaic_gpu")
+    assert "divisible by 8 and 128" in g["lowered_tpu_refuses"]
+    assert "Error" in g["lowered_gpu_refuses"]
+    assert g["interpreted_7_100"] is True
+    assert g["lowered_gpu_refuses"] in text
+
+
+def test_timings_are_glued_and_questions_run(g):
+    assert seconds(g["t_interp"]) > 0 and seconds(g["t_dot"]) > 0
+    # float16: both results within half a unit of float16 at the result's size
+    half_ulp = g["f16_half_ulp"]
+    assert 0 < half_ulp <= 0.0625
+    assert math.log2(half_ulp / (2**-10 / 2)) == int(math.log2(half_ulp / (2**-10 / 2)))
+    assert g["scoped_runs"] == {"interpret=True": 1.0, "TPU interpreter": 1.0}
+
+
+def test_exercises(g):
+    assert g["ex_softmax"] is True
+    # float32 tiles: 2 (2 b^2 + b^2) 4 + 4 b^2 = 28 b^2 bytes within 128 MiB
+    fits = [b for b in (128, 256, 512, 1024, 2048, 4096) if 28 * b * b <= 128 * MiB]
+    assert g["ex_tile"] == fits[-1] == 2048
