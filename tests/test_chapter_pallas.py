@@ -45,6 +45,10 @@ def test_first_kernel_adds_and_each_program_writes_its_block(g):
 def test_tiled_matmul_is_within_the_stated_tolerance(g, text):
     assert (g["matmul_atol"], g["matmul_rtol"]) == (1e-4, 1e-5)
     assert 0 < g["worst_tile_error"] < g["matmul_atol"]
+    # bk = k: a single step, the same sum as jnp.dot's, to the bit
+    assert g["one_step_error"] == 0.0
+    # sqrt(k) eps max|C| with k = 256: the size of the tolerance
+    assert g["rounding_estimate"] == float(f"{16 * 2**-23 * g['matmul_largest']:.0e}")
     assert g["check_good"] is True
     # storing instead of adding survives only where k is a single tile (the first case)
     assert g["check_bad"] == [True, False, False]
@@ -161,6 +165,9 @@ def test_lowering_for_tpu_and_gpu(g, text):
     assert "Error" in g["lowered_gpu_refuses"]
     assert g["interpreted_7_100"] is True
     assert g["lowered_gpu_refuses"] in text
+    # the (B, T, N, H) flash kernel: the squeezed head axis is second to last
+    assert g["flash_tpu_refused"].startswith("(Squeezed(), Blocked(block_size=128), Squeezed()")
+    assert "array shape (1, 256, 2, 128)" in g["flash_tpu_refused"]
 
 
 def test_timings_are_glued_and_questions_run(g):
@@ -168,6 +175,7 @@ def test_timings_are_glued_and_questions_run(g):
     # float16: both results within half a unit of float16 at the result's size
     half_ulp = g["f16_half_ulp"]
     assert 0 < half_ulp <= 0.0625
+    assert g["f16_vs_jnp"] == 0
     assert math.log2(half_ulp / (2**-10 / 2)) == int(math.log2(half_ulp / (2**-10 / 2)))
     assert g["scoped_runs"] == {"interpret=True": 1.0, "TPU interpreter": 1.0}
 
