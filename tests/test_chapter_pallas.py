@@ -164,6 +164,7 @@ def test_lowering_for_tpu_and_gpu(g, text):
     assert "divisible by 8 and 128" in g["lowered_tpu_refuses"]
     assert "Error" in g["lowered_gpu_refuses"]
     assert g["interpreted_7_100"] is True
+    assert "Only interpret mode is supported on CPU" in g["cpu_refuses"]
     assert g["lowered_gpu_refuses"] in text
     # the (B, T, N, H) flash kernel: the squeezed head axis is second to last
     assert g["flash_tpu_refused"].startswith("(Squeezed(), Blocked(block_size=128), Squeezed()")
