@@ -25,8 +25,8 @@ from bookcheck import THREAD
 ROOT = Path(__file__).resolve().parents[1]
 
 # Floors: the bank as it was reached. Raise them as it grows; a lost entry fails here.
-MIN_ENTRIES = 469
-MIN_ANSWERED = 425
+MIN_ENTRIES = 474
+MIN_ANSWERED = 430
 MIN_PER_TOPIC = 8
 
 TARGET = re.compile(r"^\(([\w-]+)\)=\s*$", re.M)  # a MyST target, as `(sharding-uneven)=`
