@@ -191,3 +191,48 @@ def test_exercises(g):
     # float32 tiles: 2 (2 b^2 + b^2) 4 + 4 b^2 = 28 b^2 bytes within 128 MiB
     fits = [b for b in (128, 256, 512, 1024, 2048, 4096) if 28 * b * b <= 128 * MiB]
     assert g["ex_tile"] == fits[-1] == 2048
+
+
+def test_index_map_with_element_offsets(g):
+    # grid point i asks for block 8 i; interpret=True clamps it to the last block, so
+    # the blocks strictly between 0 and the last are never written (NaN)
+    expected = {n: list(range(1, n - 1)) for n in (2, 3)}
+    assert g["offsets_nan_blocks"] == expected
+    assert g["offsets_tpu_error"].startswith("IndexError: Out-of-bounds block index (8, 0)")
+    assert "but input has shape (24, 128)" in g["offsets_tpu_error"]
+    assert g["offsets_fixed"] is True
+
+
+def num_after(text: str) -> float:
+    """The number after '= ' in a glued 'max |...| = 1.2e-07'."""
+    return float(text.split("= ")[1])
+
+
+def test_output_revisited_along_a_grid_axis_that_is_not_last(g):
+    assert num_after(g["revisit_interpret"]) < 1e-5
+    assert g["revisit_tpu_error"].startswith("RuntimeError: Revisited block")
+    assert num_after(g["revisit_last"]) < 1e-5
+
+
+def test_jvp_and_grad_of_kernels(g):
+    assert g["fwd_bwd_works"] == {
+        "pallas_call": [True, False],
+        "custom_vjp": [False, True],
+        "custom_jvp, tangent in jnp": [True, True],
+        "custom_jvp, tangent by the kernel": [True, False],
+    }
+    assert "custom_vjp" in g["fwd_bwd_vjp_error"]
+    assert g["fwd_bwd_vjp_error"].startswith("TypeError")
+    # grad of a custom_jvp whose tangent is a kernel fails inside JAX
+    assert g["fwd_bwd_kernel_tangent"].split(":")[0].endswith("Error")
+
+
+def test_dynamic_index_in_a_loop(g):
+    assert "dynamic_slice" in g["dynamic_index_values"]
+    assert g["dynamic_index_values"].startswith("NotImplementedError")
+    # eight rows of ones times ones, summed by the loop
+    assert list(g["dynamic_index_refs"]) == ["lowers", 8.0]
+
+
+def test_num_programs_per_grid(g):
+    assert g["num_programs_seen"] == [2, 5, 3]
