@@ -227,7 +227,15 @@ def should_output(cell: dict) -> bool:
         value = tree.body[-1].value
         call = value.func if isinstance(value, ast.Call) else None
         called = getattr(call, "id", None) or getattr(call, "attr", None)
-        return called not in {"glue", "print", "set_title", "legend", "tight_layout"}
+        return called not in {
+            "glue",
+            "print",
+            "set_title",
+            "legend",
+            "tight_layout",
+            "defvjp",
+            "defjvp",
+        }
     return False
 
 
