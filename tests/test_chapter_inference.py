@@ -343,3 +343,26 @@ def test_int8_attention_scores(book):
     assert rows[1, "float32"][0] < stored[0] < per_call[0]
     for ops in ("abs, reduce", "round-nearest-even, convert", "convert, multiply"):
         assert ops in out, ops
+
+
+def test_loop_update_in_place(book):
+    """jax-ml/jax#40101: on this jaxlib the one-value update in a fori_loop is done in
+    place; the time per step does not grow with the loop's length."""
+    g = glued(book, CHAPTER)
+    version = tuple(int(p) for p in str(g["loop_jax"]).split(".")[:3])
+    assert version < (0, 11, 1)  # before the regression the thread reports
+    assert float(g["loop_step_ratio"]) < 2.5  # a whole-array copy per step: about 4
+    text = page_text(book, CHAPTER)
+    for n in ("50,000", "200,000"):
+        assert re.search(rf"n = +{n}: full-size copies 0, +[\d.]+ ns per step", text)
+
+
+def test_categorical_random_numbers(book):
+    """jax-ml/jax#5246: categorical generates categories x draws random numbers,
+    choice with p one per draw."""
+    g = glued(book, CHAPTER)
+    assert float(g["thread_gumbel_numbers"]) == pytest.approx(2**30 * 10**5, rel=1e-2)
+    assert g["thread_gumbel_tb"] == f"{2**30 * 10**5 * 4 / 1e12:.0f} TB"
+    text = page_text(book, CHAPTER)
+    assert f"{2**30 * 10**5:,} random numbers, then argmax" in text
+    assert f"{10**5:,} random numbers, then cumsum + search" in text

@@ -408,3 +408,11 @@ def test_group_offset_is_implemented_on_no_platform(book):
         r.startswith("NotImplementedError: Unimplemented group_offset")
         for r in g["offset_lowering"].values()
     )
+
+
+def test_all_to_all_on_complex_arrays(book):
+    """jax-ml/jax#18122: two all_to_alls undo each other on complex arrays too (CPU)."""
+    g = glued(book, "moe")
+    assert g["a2a_complex"] == {"float32": [0.0, 0.0], "complex64": [0.0, 0.0]}
+    text = page_text(book, "moe")
+    assert "complex64: exchanged vs NumPy, max |diff| 0.0; there and back" in text

@@ -40,8 +40,9 @@ def test_random_keys(g):
 def test_random_key_reuse_checker(book, g):
     cells = [c for c in load(book.notebook("random"))["cells"] if c["cell_type"] == "code"]
     raised = errors(book, "random")
-    # Arithmetic on a typed key, the reuse checker, then split given a batch of keys.
-    assert [e.name for e in raised] == ["TypeError", "KeyReuseError", "ValueError"]
+    # Arithmetic on a typed key, the reuse checker, split given a batch of keys, then
+    # nnx.vmap handing the split keys of an Rngs to every member whole.
+    assert [e.name for e in raised] == ["TypeError", "KeyReuseError", "ValueError", "ValueError"]
     assert "add does not accept dtypes key<fry>" in raised[0].message
     i = raised[1].cell
     assert 'jax_debug_key_reuse", True' in raised[1].source
@@ -206,3 +207,14 @@ def test_random_jit_draws_what_eager_draws(g):
     picks = jax.vmap(lambda k: jax.random.categorical(k, jnp.zeros((1, 2)))[0])(keys)
     assert float(g["share_of_ones"]) == pytest.approx(float(picks.mean()), abs=5e-4)
     assert float(g["share_of_ones"]) == pytest.approx(0.5, abs=0.05)
+
+
+def test_random_nnx_vmap_of_split_keys(book, g):
+    # Split and mapped: four stacked members, each from its own key.
+    assert g["nnx_ensemble"] == [[4, 2, 3], 4]
+    # Split, not mapped: the members' initializers get the batch of keys (flax#4355).
+    raised = errors(book, "random")[3]
+    assert raised.name == "ValueError"
+    assert "in_axes=None" in raised.source and "nnx.split_rngs(splits=4)" in raised.source
+    assert "accepts a single key, but was given a key array of shape (4,)" in raised.message
+    assert "Use jax.vmap for batching" in raised.message

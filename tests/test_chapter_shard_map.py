@@ -301,3 +301,17 @@ def test_collective_sharp_edges(book, g, text):
     }
     assert "whose value is non-negative" in text
     assert g["concat_negative_rc"] == -signal.SIGSEGV
+
+
+def test_debug_print_gathers_under_jit(g, text):
+    """jax-ml/jax#25842: a jax.debug.print of a split array makes the jitted program
+    gather it onto one device; inside shard_map it prints blocks, with no collective."""
+    assert g["print_cost"] == {
+        "no print": {},
+        "jax.debug.print": {"all-gather": 1},
+        "print in shard_map": {},
+    }
+    assert g["print_moved_to"] == "{maximal device=0}"
+    assert "XLA logged: from {devices=[8]<=[8]} to {maximal device=0}" in text
+    # The print ran once, with the whole array.
+    assert "printed sees [0. 1. 2. 3. 4. 5. 6. 7.]" in text

@@ -266,3 +266,13 @@ def test_sharding_shuffle(book):
     assert g["shuffle_sent"] == {}
     assert "all-gather" in g["old_split_kinds"]
     assert set(g["old_split_kinds"]) <= {"all-gather", "collective-permute"}
+
+
+def test_sharding_nnx_jit_under_set_mesh(book):
+    # flax#4791: nnx.jit follows the mesh jax.set_mesh sets, as jax.jit does.
+    g = glued(book, "sharding")
+    want = "P('x', 'y')"
+    assert g["nnx_jit_specs"] == {"jax.jit": want, "nnx.jit": want}
+    text = page_text(book, "sharding")
+    assert "nnx.jit under jax.set_mesh: P('x', 'y')" in text
+    assert "jax.sharding.use_mesh exists: False" in text
