@@ -272,23 +272,90 @@ NO_CODE = {"exclude": [["div.highlight"]]}
 CODE_ONLY = {"include": [["div.highlight"]]}
 
 
-def axe_violations(page, impacts=("serious", "critical"), context=WHOLE_PAGE) -> list[str]:
+#: axe-core's rules that compare colours: text against its background, a link against
+#: the text around it. They are most of axe's time on a long page (on the bank's
+#: questions page, 12 s of 13), and each text element's result follows from its own
+#: style and its ancestors' backgrounds, so they run on one element of each kind
+#: (:data:`ONE_OF_EACH_KIND`); every other rule runs on every element.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
+
+#: Marks, among the elements with text of their own inside ``include`` and outside
+#: ``exclude`` (CSS selectors; empty: no limit), the first of each kind with
+#: ``data-jg-kind``, and returns how many it marked and how many it saw. A kind is what
+#: the colour rules read: the element's tag, colour, font size and weight, text
+#: decoration and shadow, its parent's colour (a link against its text), and the
+#: background, image, opacity, blend mode and filter of the element and each of its
+#: ancestors (striped rows and coloured boxes are kinds of their own).
+ONE_OF_EACH_KIND = """([include, exclude]) => {
+  const chains = new WeakMap();
+  const chain = el => {
+    if (!el) return '';
+    if (chains.has(el)) return chains.get(el);
+    const cs = getComputedStyle(el);
+    const own = [cs.backgroundColor, cs.backgroundImage, cs.opacity, cs.mixBlendMode,
+                 cs.filter].join(' ');
+    const found = chain(el.parentElement) + '|' + own;
+    chains.set(el, found);
+    return found;
+  };
+  const kinds = new Set();
+  let seen = 0;
+  for (const el of document.body.querySelectorAll('*')) {
+    if (include && !el.closest(include)) continue;
+    if (exclude && el.closest(exclude)) continue;
+    if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    seen++;
+    const cs = getComputedStyle(el);
+    const parent = el.parentElement ? getComputedStyle(el.parentElement).color : '';
+    const kind = [el.tagName, cs.color, cs.fontSize, cs.fontWeight, cs.textDecorationLine,
+                  cs.textShadow, parent, chain(el)].join(';');
+    if (!kinds.has(kind)) { kinds.add(kind); el.setAttribute('data-jg-kind', ''); }
+  }
+  return [kinds.size, seen];
+}"""
+
+
+def _colour_context(context: dict) -> tuple[str, str]:
+    """The (include, exclude) selectors of one of :data:`WHOLE_PAGE`, :data:`NO_CODE`
+    or :data:`CODE_ONLY`, for :data:`ONE_OF_EACH_KIND`."""
+    join = lambda key: ", ".join(sel[0] for sel in context.get(key, []))  # noqa: E731
+    return join("include"), join("exclude")
+
+
+def axe_violations(
+    page, impacts=("serious", "critical"), context=WHOLE_PAGE, colours_only=False
+) -> list[str]:
     """axe-core's violations of ``impacts`` on the page as it is, every section rendered,
-    one line each (the rule, how many elements, the first element and axe's advice)."""
+    one line each (the rule, how many elements, the first element and axe's advice).
+    The colour rules (:data:`COLOUR_RULES`) run on one element of each kind, the others
+    on every element; ``colours_only`` runs the colour rules alone (dark mode: nothing
+    else changes with the colour scheme)."""
     page.add_style_tag(content=RENDER_ALL)
     page.evaluate(_axe_source())
-    result = page.evaluate(
-        "([context, options]) => axe.run(context, options)", [context, AXE_OPTIONS]
-    )
+    include, exclude = _colour_context(context)
+    kinds, _ = page.evaluate(ONE_OF_EACH_KIND, [include, exclude])
+    runs = []
+    if not colours_only:
+        others = dict(AXE_OPTIONS["rules"], **{r: {"enabled": False} for r in COLOUR_RULES})
+        runs.append((context, dict(AXE_OPTIONS, rules=others)))
+    if kinds:
+        one_of_each = {"include": [["[data-jg-kind]"]], "exclude": context.get("exclude", [])}
+        only = {"type": "rule", "values": list(COLOUR_RULES)}
+        runs.append((one_of_each, {"resultTypes": ["violations"], "runOnly": only}))
     lines = []
-    for v in result["violations"]:
-        if v["impact"] in impacts:
-            node = v["nodes"][0]
-            summary = " ".join((node.get("failureSummary") or "").split())[:300]
-            lines.append(
-                f"axe {v['impact']} {v['id']} on {len(v['nodes'])} element(s), e.g. "
-                f"{node['target']}: {summary}"
-            )
+    for where, options in runs:
+        result = page.evaluate(
+            "([context, options]) => axe.run(context, options)", [where, options]
+        )
+        for v in result["violations"]:
+            if v["impact"] in impacts:
+                node = v["nodes"][0]
+                summary = " ".join((node.get("failureSummary") or "").split())[:300]
+                kind = " (one of each kind)" if v["id"] in COLOUR_RULES else ""
+                lines.append(
+                    f"axe {v['impact']} {v['id']} on {len(v['nodes'])} element(s){kind}, e.g. "
+                    f"{node['target']}: {summary}"
+                )
     return lines
 
 
@@ -873,7 +940,7 @@ def dark_mode_violations(browser, site: str, name: str, context) -> list[str]:
     try:
         page.goto(site + f"{name}.html", wait_until="networkidle")
         assert page.evaluate("document.documentElement.dataset.theme") == "dark"
-        return axe_violations(page, context=context)
+        return axe_violations(page, context=context, colours_only=True)
     finally:
         page_context.close()
 
