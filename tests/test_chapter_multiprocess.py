@@ -242,8 +242,10 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     ran, waited = g["early_split"]
     assert 1 < waited < min(ran, 60)  # past the 1 s limit, far from the 300 s default
     assert g["early_seconds"] == f"{ran:.0f} s" and g["early_waited"] == f"{waited:.0f} s"
+    # The page shows the lines without the timing marker; process 0's join timed out.
     shown = cell_output(book, "multiprocess", 'drop=("WAITING_SINCE",)')
-    assert "WAITING_SINCE" not in shown and "process 0's stderr: DEADLINE_EXCEEDED" in shown
+    assert "WAITING_SINCE" not in shown
+    assert g["early_deadline"].startswith("DEADLINE_EXCEEDED")
     early = next(c for c in code_cells(book) if source(c).startswith("%%writefile fail_early.py"))
     assert "initialization_timeout=1" in source(early) and "import jax" in source(early)
     # A peer alive but skipping a collective: process 0 waits in the second sum until the
@@ -313,9 +315,7 @@ def test_python_launcher_as_ray_does_it(book):
         (0, 8, expected_sum),
         (1, 8, expected_sum),
     ]
-    out = cell_output(book, "multiprocess", "import concurrent.futures")
-    for p in (0, 1):
-        assert f"worker {p}: 8 devices in all, global sum {expected_sum}" in out, out
     # The worker's output went to its log file, not into the page.
+    out = cell_output(book, "multiprocess", "import concurrent.futures")
     assert "Gloo" not in out
     assert "mesh-transformer-jax/issues/187" in source_of_page(book)

@@ -392,8 +392,6 @@ def test_old_dtype_threads(book):
         "strong": ["int16", False],
         "weak_type argument": False,
     }
-    assert "weakly typed int16 + 1 -> int32, weakly typed" in text
-    assert "int16 + 1 -> int16, not weak" in " ".join(text.split())
 
 
 def test_loop_of_small_operations(book):
@@ -485,6 +483,5 @@ def test_create_on_device_and_aliasing(book):
         # A shared buffer shows the later write of -1.0 to the NumPy array.
         assert (same, first) == ((True, -1.0) if aliases else (False, 0.0)), key
     assert shared["0 may_alias=False"] == (True, -1.0)  # jax-ml/jax#37830
-    text = " ".join(page_text(book, "numpy").split())
-    assert "jnp.asarray(src, device=cpu3) shares: False [0] = 0.0" in text
-    assert "jax.device_put(src, cpu3) shares: True [0] = -1.0" in text
+    assert shared["0 jnp.asarray(src, device=cpu3)"] == (False, 0.0)
+    assert shared["0 jax.device_put(src, cpu3)"] == (True, -1.0)

@@ -220,7 +220,6 @@ def test_pmap_and_jit_in_one_program(book):
     # disable_jit: both bodies run eagerly, pmap's with one value per device, so the
     # Python if has 8 booleans to turn into one and fails.
     assert g["pmap_disable_jit"] == (8, "TracerBoolConversionError")
-    assert "holds 8 values" in cell_output(book, "pmap", "jax.pmap(sign_aware)(rows)")
 
 
 def test_pmap_while_loop_trip_counts(book):
@@ -231,7 +230,8 @@ def test_pmap_while_loop_trip_counts(book):
     assert runs == {"pmap": own, "jit, sharded batch": n_dev * long, "shard_map": own}
     # Without the counting callback, only the batched loop communicates: its condition.
     assert sent == {"pmap": {}, "jit, sharded batch": {"all-reduce": 1}, "shard_map": {}}
-    assert "pred[]" in cell_output(book, "pmap", "def halve_plain(x)")
+    # That collective is the loop's condition: one pred, 1 byte, all-reduced.
+    assert g["pmap_loop_cond"] == ("all-reduce", ("pred",), ((),), 1)
     assert g["pmap_loop_own"] == own and g["pmap_loop_jit"] == n_dev * long
     text = page_text(book, "pmap")
     assert f"{own} runs of the body" in text
@@ -255,15 +255,20 @@ def test_pmap_memory_per_device(book):
     assert args == gram + target + 4 and outs == target
     assert float(g["pmap_ridge_temps"]) == pytest.approx(temps / gram, abs=0.05)
     assert 1.5 < temps / gram < 2.5
-    out = cell_output(book, "pmap", "ridge_mem = analyze(ridges")
-    assert "jaxpr inputs: float32[256,256], float32[8,256,4], float32[8]" in out
+    # The jaxpr's inputs: the Gram matrix, every device's targets, one lambda each.
+    n_dev = 8
+    assert g["pmap_ridge_inputs"] == [
+        "float32[256,256]",
+        f"float32[{n_dev},256,4]",
+        f"float32[{n_dev}]",
+    ]
 
 
 def test_pmap_second_input_signature(book):
     # jax-ml/jax#21225: the thread's x * x, called with a second shape, then the first.
     assert glued(book, "pmap")["pmap_signatures"] == [(), (2,)]
-    out = cell_output(book, "pmap", "squared = jax.pmap(square")
-    assert "input (8, 2) -> output (8, 2)" in out
+    # Each output has its input's shape.
+    assert glued(book, "pmap")["pmap_square_shapes"] == [((8,), (8,)), ((8, 2), (8, 2))]
 
 
 def test_pmap_flax_replicate(book):
@@ -272,9 +277,8 @@ def test_pmap_flax_replicate(book):
     # with P() keeps the shapes: the Dense kernel is 3 inputs x 2 features.
     n_dev = 8
     assert g["pmap_replicate_shapes"] == [(n_dev, 3, 2), (3, 2), (n_dev,)]
+    # The same outputs, one row of 2 features per device (the claim checks the shape).
     assert g["pmap_replicate_same"] is True
-    out = cell_output(book, "pmap", "from flax import jax_utils")
-    assert "same outputs: True (8, 2)" in out, out
     # The GPU-only part names the NCCL variables and links its sources.
     text = page_text(book, "pmap")
     assert "NCCL_P2P_DISABLE=1" in text and "NCCL_DEBUG=INFO" in text

@@ -249,8 +249,6 @@ def test_jaxpr_repeats_compiled_once(book):
     assert r["ratio_terms"]["jaxpr"] == (3, 2)
     assert r["ratio_named"]["jaxpr"] == (1, 1)
     assert r["ratio_terms"]["compiled"] == r["ratio_named"]["compiled"] == (1, 1)
-    text = page_text(book, "transforms")
-    assert "ratio_terms, compiled" in text and "ratio_named, compiled" in text
 
 
 def test_slice_and_staticmethod(book):
@@ -270,6 +268,3 @@ def test_slice_and_staticmethod(book):
     m = g["staticmethod_jit"]
     assert m["refused"] == "staticmethod arguments are not supported"
     assert m["swapped"] == (2 * 3.0, 2 * 3.0)
-    text = page_text(book, "transforms")
-    assert "TypeError: staticmethod arguments are not supported" in text
-    assert "0x" not in text.split("staticmethod arguments")[1][:200]
