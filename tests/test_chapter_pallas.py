@@ -100,7 +100,7 @@ def test_tpu_cores_and_cmem(g, text):
 
 
 def test_buffered_and_bfloat16(g):
-    # the interpreter gives the same product for 1, 2, 3 buffers; the lowering
+    # the interpreter gives the same product for 1 and 3 buffers; the lowering
     # of a pallas_call's pipeline takes 1 and 2 only
     assert "Only single (1) and double (2) buffering" in g["buffered_3_refused"]
     # bfloat16 in, float32 accumulator, one rounding: within half a unit
