@@ -24,8 +24,8 @@ import pytest
 
 from bookcheck import MYST_HEADER, ROOT, assert_quiet
 
-pytestmark = pytest.mark.book
-
+# The tests that build a book or start kernels carry the ``book`` marker (make test,
+# not make unit); the checks of the passes' pure functions below them do not.
 USES_COMPILED = (
     MYST_HEADER
     + """# Uses compiled
@@ -107,6 +107,7 @@ def make_repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.book
 def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     repo = make_repo(tmp_path)
     log, _ = build(repo)
@@ -167,6 +168,7 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
 FAILING = USES_TIMING_ONLY.replace('print("formatted:"', 'print(1 / 0)\nprint("formatted:"')
 
 
+@pytest.mark.book
 def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path):
     repo = make_repo(tmp_path)
     (repo / "book" / "b.md").write_text(FAILING)
@@ -188,6 +190,7 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     assert "formatted: 1.5 ms" in (repo / "_build/html/b.html").read_text()
 
 
+@pytest.mark.book
 def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_path, monkeypatch):
     """The build's kernel manager: IPC transport, sockets and connection file in a
     fresh private folder (two at once never share one), removed at shutdown; the
@@ -223,6 +226,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     assert seen[1] == str(tmp_path / "jc" / "chapter") and seen[3] == "none"
 
 
+@pytest.mark.book
 def test_run_notebook_uses_private_ipc_sockets_and_stops_its_kernel(tmp_path, monkeypatch):
     """kernels.RUN_NOTEBOOK, which the notebooks' runs outside the build execute with:
     the kernel runs in the folder asked for, over IPC sockets (never a TCP port another

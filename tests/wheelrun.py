@@ -8,8 +8,8 @@ tests/test_notebooks.py checks that every chosen notebook ran.
 
 Which notebooks: ``make test`` runs :data:`SAMPLE`, and the wheel's every module is
 imported in that environment; ``JAXGUIDE_WHEEL_RUN=all`` (``make notebooks-check``)
-runs every notebook. The sample is what brings ``make test`` to about 15 minutes: a
-second execution of all 20 chapters costs about 400 s of CPU on top of the build's.
+runs every notebook. The sample keeps ``make test`` short: a second execution of every
+chapter cost about 400 s of CPU on top of the build's (20 chapters, November 2026).
 What the sample leaves to the build is safe to leave there: a notebook's code cells are
 its page's, made by tools/make_notebooks.py and checked up to date
 (tests/test_notebooks.py), and the build executes every page strictly; what only the
@@ -66,7 +66,7 @@ class WheelRun:
 
 _WHEEL_RUN: dict[str, concurrent.futures.Future[WheelRun]] = {}
 # Set when the session's book build has executed its chapters; _BOOK_CACHE["folder"] is
-# then its JAX compilation cache (tools/jaxguide_build/execution.py: one folder per
+# then its JAX compilation cache (tools/jaxguide_build/kernels.py: one folder per
 # chapter), and _BOOK_SECONDS each chapter's execution time there.
 _BOOK_BUILT = threading.Event()
 _BOOK_CACHE: dict[str, Path] = {}
