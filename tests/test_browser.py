@@ -283,9 +283,11 @@ COLOUR_RULES = ("color-contrast", "link-in-text-block")
 #: ``exclude`` (CSS selectors; empty: no limit), the first of each kind with
 #: ``data-jg-kind``, and returns how many it marked and how many it saw. A kind is what
 #: the colour rules read: the element's tag, colour, font size and weight, text
-#: decoration and shadow, its parent's colour (a link against its text), and the
+#: decoration and shadow, its position and clipping (text for screen readers only is a
+#: kind of its own), its parent's colour (a link against its text), and the
 #: background, image, opacity, blend mode and filter of the element and each of its
-#: ancestors (striped rows and coloured boxes are kinds of their own).
+#: ancestors (striped rows and coloured boxes are kinds of their own). Elements not
+#: drawn (no box, or hidden) stand for no kind: axe skips them.
 ONE_OF_EACH_KIND = """([include, exclude]) => {
   const chains = new WeakMap();
   const chain = el => {
@@ -304,11 +306,14 @@ ONE_OF_EACH_KIND = """([include, exclude]) => {
     if (include && !el.closest(include)) continue;
     if (exclude && el.closest(exclude)) continue;
     if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
-    seen++;
     const cs = getComputedStyle(el);
+    // Not drawn: axe skips it, so it must not stand for others that are.
+    if (!el.getClientRects().length || cs.visibility !== 'visible') continue;
+    seen++;
     const parent = el.parentElement ? getComputedStyle(el.parentElement).color : '';
     const kind = [el.tagName, cs.color, cs.fontSize, cs.fontWeight, cs.textDecorationLine,
-                  cs.textShadow, parent, chain(el)].join(';');
+                  cs.textShadow, cs.position, cs.clip, cs.clipPath, parent,
+                  chain(el)].join(';');
     if (!kinds.has(kind)) { kinds.add(kind); el.setAttribute('data-jg-kind', ''); }
   }
   return [kinds.size, seen];
