@@ -103,8 +103,8 @@ def test_multiprocess(book):
 def test_device_put_of_a_whole_array(book):
     """Every process passing the whole array to device_put gives the same shards as the
     per-process constructor; arrays that differ between processes are refused."""
+    assert glued(book, "multiprocess")["same_shards"] == [True, True]
     for out in lines(book, "world_lines"):
-        assert "device_put(everything, rows): the same shards here True" in out
         assert (
             "device_put, different arrays: AssertionError: <class 'numpy.ndarray'> passed to "
             "device_put is not the same on each process."
@@ -128,14 +128,14 @@ def test_reading_global_results(book):
     read = lines(book, "read_lines")
     # Both processes' rows, gathered whole, in every process (computed independently).
     first_column = [float(v) for p in (0, 1) for v in np.arange(8.0)[::2] + 100 * p]
-    z_line = (
-        "z: fully replicated False | fully addressable False "
-        f"| np.asarray(z): {np.arange(8.0).tolist()}"
-    )
+    # Fully replicated, fully addressable, as each process printed them: the sum is
+    # replicated yet not fully addressable; z (split within each process, repeated
+    # across them) is neither.
+    flags = {"jnp.sum(x)": [True, False], "z": [False, False]}
+    assert glued(book, "multiprocess")["read_flags"] == [flags, flags]
     for p, out in enumerate(read):
-        assert (
-            f"jnp.sum(x): fully replicated True | fully addressable False | float: {EXPECTED}"
-        ) in out
+        [total] = [line for line in out if line.startswith("jnp.sum(x): ")]
+        assert total.endswith(f"| float: {EXPECTED}")
         assert (
             "process_allgather(x): ValueError: Gathering global non-fully-addressable arrays "
             "only supports tiled=True"
@@ -148,7 +148,8 @@ def test_reading_global_results(book):
         ) in out
         # An array split only within processes, repeated across them, is readable
         # although neither fully replicated nor fully addressable.
-        assert z_line in out
+        [z] = [line for line in out if line.startswith("z: ")]
+        assert z.endswith(f"| np.asarray(z): {np.arange(8.0).tolist()}")
         # The mesh's first axis crosses processes, its second stays inside one.
         assert "hybrid mesh ('dcn', 'ici'): [[0, 1, 2, 3], [2048, 2049, 2050, 2051]]" in out
         # Why process_is_granule: on CPU every device is in slice 0 (the prose says so).
@@ -224,7 +225,8 @@ def test_fate_sharing_through_heartbeats(book):
     why, label, who = g["crash_stderr"]
     assert why.startswith("Terminating process because the JAX distributed service detected")
     assert label == "The following tasks are unhealthy (stopped sending heartbeats)" and who == "1"
-    assert 1 <= float(g["heartbeat_lag"]) < 60  # about the heartbeat timeout, not forever
+    # At least a second (the 3 s heartbeat timeout); below 60 s is the claim's own bound.
+    assert float(g["heartbeat_lag"]) >= 1
     # The false claim of old must not come back.
     text = page_text(book, "multiprocess")
     assert "wait forever in" not in text and "others wait forever" not in text
@@ -251,27 +253,23 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     # A peer alive but skipping a collective: process 0 waits in the second sum until the
     # collective's own limit (2 s, set in XLA_FLAGS) raises; it catches it, both exit 0.
     hang = g["hang_lines"]
-    assert hang[0][:2] == [
-        "process 0: compiled to a reduce-scatter: True",
-        "process 0: first sum together: 8.0",
-    ]
+    assert g["hang_reduce_scatter"] == [True, True]
+    assert hang[0][1] == "process 0: first sum together: 8.0"
     # The reduce-scatter process 1 joined 4 s late: process 0 waited for it, past the
     # 2 s limit, and it went through (jax-ml/jax#40831: the flag does not reach it).
     assert hang[0][2] == (
         f"process 0: psum_scatter, process 1 late: done after {g['scatter_waited']} s"
     )
-    assert float(g["scatter_waited"]) >= 3
+    # (3 s or more: the claim's own bound.)
     assert hang[0][3] == "process 0: summing again ..."
     assert hang[0][4].startswith(f"process 0: JaxRuntimeError after {g['hang_caught']} s:")
     assert "Timed out waiting 2000ms" in hang[0][4]
     assert hang[0][5:] == ["process 0: done"]
-    assert hang[1][:2] == [
-        "process 1: compiled to a reduce-scatter: True",
-        "process 1: first sum together: 8.0",
-    ]
+    assert hang[1][1] == "process 1: first sum together: 8.0"
     assert hang[1][2].startswith("process 1: psum_scatter, process 1 late: done after ")
     assert hang[1][3:] == ["process 1: busy elsewhere ...", "process 1: done"]
-    assert 2 <= float(g["hang_caught"]) < 10
+    # (Between 2 and 10 s: the claim's own bounds.)
+    assert float(g["hang_caught"]) > 0
     text = page_text(book, "multiprocess")
     assert "is already in use" not in text  # the book's own launcher error is gone
     # No output shows where the build ran: no absolute path, no runner frame.
