@@ -60,14 +60,12 @@ test: $(VENV)/.synced
 # a test that uses the built book must carry the book marker (tests/conftest.py).
 # pytest-xdist runs the tests on every core. Most of their time is XLA compiling small
 # programs, so JAX's persistent compilation cache in _build/.jax_cache_unit keeps them
-# from one run to the next (the first run fills it). Its key includes the programs'
-# names and scopes, so a test that reads them from a compiled program never gets
-# another program's, but no source lines (JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0), so the key
-# does not depend on which test first ran an operation. Tests that start several JAX
-# processes run without the cache (tests/conftest.py).
-UNIT_ENV := JAX_COMPILATION_CACHE_DIR=$(CURDIR)/_build/.jax_cache_unit \
-	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1 \
-	JAX_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY=1 JAX_TRACEBACK_IN_LOCATIONS_LIMIT=0
+# from one run to the next (the first run fills it), with the settings the build's
+# kernels get (compilation_cache_env in tools/jaxguide_build/jupyter_kernels.py, which
+# says why they are what they are). Tests that start several JAX processes run without
+# the cache (tests/conftest.py).
+UNIT_ENV = $(shell PYTHONPATH=tools $(VENV)/bin/python -m jaxguide_build.jupyter_kernels \
+	--cache-env $(CURDIR)/_build/.jax_cache_unit)
 unit: env
 	$(UNIT_ENV) $(VENV)/bin/python -m pytest -m "not book and not browser" -q -n auto
 

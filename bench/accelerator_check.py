@@ -38,10 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import make_notebooks  # tools/ (the editable install puts it on the path): Colab notebooks
+from jaxguide_build.environment import ROOT
 from jaxguide_build.outputs import output_differences  # what a reader sees, compared
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 #: The chapter --smoke runs: the book's shortest execution.
 SMOKE_CHAPTER = "migration"
@@ -135,7 +133,7 @@ def run_chapter(name: str, root: Path, timeout: float) -> ChapterResult:
     import nbclient
     import nbformat
 
-    from jaxguide_build.kernels import BuildKernelManager
+    from jaxguide_build.jupyter_kernels import BuildKernelManager
 
     saved, make_notebooks.ROOT = make_notebooks.ROOT, root  # read the chapter from root
     try:

@@ -39,7 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from jaxguide_build.environment import ROOT
+
 JB = Path(sys.executable).parent / "jupyter-book"
 # Log lines a build must not print (issue 16), as tests/bookcheck.py (NOISE) checks them.
 NOISE = (

@@ -31,11 +31,10 @@ import nbformat
 from myst_nb.core.read import read_myst_markdown_notebook
 from nbclient import NotebookClient
 
-from jaxguide_build import kernels, patches
-from jaxguide_build.kernels import compilation_cache_env
+from jaxguide_build import jupyter_kernels, patches
+from jaxguide_build.environment import ROOT
+from jaxguide_build.jupyter_kernels import compilation_cache_env
 from jaxguide_build.staleness import code_of, imports_of
-
-ROOT = Path(__file__).resolve().parents[1]
 
 EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -84,7 +83,7 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     source = path.read_text()
     nb = read_myst_markdown_notebook(source)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    cached = bool(cache) and not kernels.CACHE_OFF.search(code)
+    cached = bool(cache) and not jupyter_kernels.CACHE_OFF.search(code)
     top, _ = imports_of(code_of(source))
     # jax first (the others import it), then the chapter's other third-party imports.
     stdlib = set(sys.stdlib_module_names) | {"jaxguide"}
@@ -92,10 +91,10 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     first = nbformat.v4.new_code_cell(FIRST.format(modules=modules))
     nb.cells = [first] + nb.cells + [nbformat.v4.new_code_cell(LAST)]
     # The build's kernels: IPC sockets, and the cache where the build would use it.
-    kernels.KERNEL_ENV.clear()
-    kernels.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
-    kernels.KERNEL_ENV["JAXGUIDE_PROFILE_EVENTS"] = json.dumps(EVENTS)
-    assert not kernels.CACHE_OFF.search(first.source), "the profile cell hides the cache"
+    jupyter_kernels.KERNEL_ENV.clear()
+    jupyter_kernels.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
+    jupyter_kernels.KERNEL_ENV["JAXGUIDE_PROFILE_EVENTS"] = json.dumps(EVENTS)
+    assert not jupyter_kernels.CACHE_OFF.search(first.source), "the profile cell hides the cache"
     NotebookClient.create_kernel_manager = patches.create_kernel_manager
     patches.EXECUTING = chapter
     client = NotebookClient(

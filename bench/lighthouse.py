@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 from jaxguide_build import lighthouse, serve, toc
-
-ROOT = Path(__file__).resolve().parent.parent
+from jaxguide_build.environment import ROOT
 
 
 def load() -> str:

@@ -31,9 +31,9 @@ from pathlib import Path
 import yaml
 
 from jaxguide_build import lighthouse, serve, toc
+from jaxguide_build.environment import ROOT
 from jaxguide_build.site import search
 
-ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ROOT / "bench" / "search_queries.yml"
 #: The issue's targets: shares of the queries.
 TARGETS = {"page_top3": 0.90, "page_first": 0.75, "anchor_top3": 0.80}

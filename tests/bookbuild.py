@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bookcheck import ROOT
+from bookcheck import BUILD_TIMEOUT, ROOT
 from jaxguide_build import execution
 
 _EACH = re.compile(r"seconds each: ([^)]*)\)")
@@ -44,7 +44,7 @@ class BookBuild:
     -W turns every Sphinx warning into an error, -n reports every broken reference,
     --keep-going lists them all before failing."""
 
-    TIMEOUT = 1500  # seconds: wait() kills a build that takes longer
+    TIMEOUT = BUILD_TIMEOUT  # seconds: wait() kills a build that takes longer
 
     def __init__(self, out: Path) -> None:
         self.out = out

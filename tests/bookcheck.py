@@ -18,6 +18,7 @@ a bad notebook: a check that cannot fail would prove nothing about the book.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import json
 import re
@@ -29,14 +30,14 @@ from typing import Any, NamedTuple, Protocol
 from bs4 import BeautifulSoup, Tag
 
 from jaxguide_build import toc
+from jaxguide_build.environment import ROOT
 from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
+    ANSI,
     comparable_outputs,
     output_differences,
     source,
     tags,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class Built(Protocol):
@@ -51,7 +52,6 @@ class Built(Protocol):
 
 
 WARNING_RE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b")
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 RAISES = "raises-exception"
 
 # The front matter that makes a MyST markdown page an executed notebook (pages of
@@ -122,7 +122,14 @@ THREAD = re.compile(
 )
 
 
-def jupyter_book(*args: str, cwd: Path = ROOT, timeout: int = 1500) -> subprocess.CompletedProcess:
+#: The longest a build of the whole book may take, in seconds: a test waits no longer for
+#: one (tests/bookbuild.py, tests/wheelrun.py, :func:`jupyter_book`).
+BUILD_TIMEOUT = 1500
+
+
+def jupyter_book(
+    *args: str, cwd: Path = ROOT, timeout: int = BUILD_TIMEOUT
+) -> subprocess.CompletedProcess:
     """Run the Jupyter Book CLI of the interpreter running the tests."""
     exe = Path(sys.executable).parent / "jupyter-book"
     return subprocess.run(
@@ -198,7 +205,7 @@ def output_text(output: dict) -> str:
         text = output.get("text", "")
         return "".join(text) if isinstance(text, list) else text
     if output["output_type"] == "error":
-        return ANSI_RE.sub("", "\n".join(output.get("traceback", [])))
+        return ANSI.sub("", "\n".join(output.get("traceback", [])))
     data = output.get("data", {})
     parts = []
     for mime in ("text/plain", "text/html", "text/markdown"):
@@ -290,9 +297,10 @@ VERDICT = r"((?:\d\.\d|\d\d+)× (?:faster|slower) than|as fast, within 10%, as)"
 
 
 def glued(book: Built, chapter: str) -> dict:
-    """The values a chapter glued into its prose, as Python values (a new dict on each
-    call; the file is read and its values parsed once per build)."""
-    return dict(_glued(_stamp(book.executed / f"{chapter}.glue.json")))
+    """The values a chapter glued into its prose, as Python values: a deep copy on each
+    call, so a test may change what it gets (the file is read and its values parsed
+    once per build)."""
+    return copy.deepcopy(_glued(_stamp(book.executed / f"{chapter}.glue.json")))
 
 
 @functools.lru_cache(maxsize=64)
@@ -320,10 +328,14 @@ def _page_text(stamp: tuple[str, int, int]) -> str:
     return " ".join(_soup(stamp).get_text(" ").split())
 
 
-def soup(book: Built, chapter: str) -> BeautifulSoup:
+def parsed_page(book: Built, chapter: str) -> BeautifulSoup:
     """A chapter's page, parsed once per build (every caller shares it: read it, do not
     change it)."""
     return _soup(_stamp(book.html / f"{chapter}.html"))
+
+
+#: The former name of :func:`parsed_page`, which tests/test_chapter_*.py still use.
+soup = parsed_page
 
 
 def page_text(book: Built, chapter: str) -> str:
@@ -334,7 +346,7 @@ def page_text(book: Built, chapter: str) -> str:
 def images(book: Built, chapter: str) -> list[Tag]:
     """The images of a chapter's cell outputs (BeautifulSoup tags: read them, do not
     change them, as every caller shares them)."""
-    return soup(book, chapter).select("div.cell_output img")
+    return parsed_page(book, chapter).select("div.cell_output img")
 
 
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -355,7 +367,7 @@ def cell_output(book: Built, chapter: str, marker: str) -> str:
         if c["cell_type"] == "code" and marker in source(c)
     ]
     assert len(cells) == 1, (chapter, marker, len(cells))
-    return ANSI_RE.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))
+    return ANSI.sub("", "".join(output_text(o) for o in cells[0].get("outputs", [])))
 
 
 class Raised(NamedTuple):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from bs4 import BeautifulSoup
 
-from bookcheck import chapters, load, problems
-from bookcheck import soup as parsed_page
+from bookcheck import chapters, load, parsed_page, problems
 
 pytestmark = pytest.mark.book
 

@@ -40,8 +40,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from bookcheck import ROOT, chapters
-from bookcheck import soup as parsed_page
+from bookcheck import ROOT, chapters, parsed_page
 from jaxguide_build import lighthouse as jaxguide_lighthouse
 from jaxguide_build import serve as jaxguide_serve
 

@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from bookcheck import ROOT, executed_chapters, toc_parts
-from bookcheck import soup as parsed_page
+from bookcheck import ROOT, executed_chapters, parsed_page, toc_parts
 
 pytestmark = pytest.mark.book
 

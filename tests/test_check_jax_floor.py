@@ -1,16 +1,15 @@
 """tools/check_jax_floor.py: the parts that need no download (the full run needs PyPI
-and executes every chapter, so it is run by hand; see CONTRIBUTING.md, "The jax floor")."""
+and executes every chapter, so it is run by hand; see CONTRIBUTING.md, "The oldest and
+the newest JAX, and accelerators")."""
 
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
 import check_jax_floor
-
-ROOT = Path(__file__).resolve().parents[1]
+from jaxguide_build.environment import ROOT
 
 
 def test_floor_is_read_from_pyproject():

@@ -10,8 +10,7 @@ import nbformat
 import pytest
 
 import check_jax_newest  # tools/ (pytest's pythonpath)
-
-ROOT = Path(__file__).resolve().parents[1]
+from jaxguide_build.environment import ROOT
 
 
 def test_arguments_and_their_defaults():

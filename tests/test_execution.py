@@ -199,10 +199,12 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     import nbformat
     from nbclient import NotebookClient
 
-    from jaxguide_build import kernels, patches
+    from jaxguide_build import jupyter_kernels, patches
 
     monkeypatch.setattr(NotebookClient, "create_kernel_manager", patches.create_kernel_manager)
-    monkeypatch.setattr(kernels, "KERNEL_ENV", kernels.compilation_cache_env(tmp_path / "jc"))
+    monkeypatch.setattr(
+        jupyter_kernels, "KERNEL_ENV", jupyter_kernels.compilation_cache_env(tmp_path / "jc")
+    )
     monkeypatch.setattr(patches, "EXECUTING", "chapter")
     code = 'import os; print(os.environ.get("JAX_COMPILATION_CACHE_DIR", "none"))'
     seen = []
@@ -211,7 +213,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         client = NotebookClient(nb, kernel_name="python3", timeout=120)
         with client.setup_kernel():
             km = client.km
-            assert isinstance(km, kernels.BuildKernelManager) and km.transport == "ipc"
+            assert isinstance(km, jupyter_kernels.BuildKernelManager) and km.transport == "ipc"
             folder = Path(km.socket_dir)
             assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith(
                 "jaxguide-kernel-"
@@ -228,13 +230,13 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
 
 @pytest.mark.book
 def test_run_notebook_uses_private_ipc_sockets_and_stops_its_kernel(tmp_path, monkeypatch):
-    """kernels.RUN_NOTEBOOK, which the notebooks' runs outside the build execute with:
+    """jupyter_kernels.RUN_NOTEBOOK, which the notebooks' runs outside the build execute with:
     the kernel runs in the folder asked for, over IPC sockets (never a TCP port another
     kernel started at the same moment could also pick), and is gone at the end with its
     socket folder."""
     import nbformat
 
-    from jaxguide_build import kernels
+    from jaxguide_build import jupyter_kernels
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
@@ -247,7 +249,7 @@ def test_run_notebook_uses_private_ipc_sockets_and_stops_its_kernel(tmp_path, mo
     work = tmp_path / "work"
     work.mkdir()
     runner: dict = {}
-    exec(kernels.RUN_NOTEBOOK, runner)
+    exec(jupyter_kernels.RUN_NOTEBOOK, runner)
     runner["run_notebook"](nb, work, timeout=120)
     transport, cwd, pid = nb.cells[0].outputs[0]["text"].split()
     assert (transport, cwd) == ("ipc", str(work))
@@ -260,16 +262,18 @@ def test_run_notebook_uses_private_ipc_sockets_and_stops_its_kernel(tmp_path, mo
 
 
 def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):
-    from jaxguide_build import kernels
+    from jaxguide_build import jupyter_kernels
 
     monkeypatch.setattr(
-        kernels, "KERNEL_ENV", {"OTHER": "1", **kernels.compilation_cache_env(Path("/c"))}
+        jupyter_kernels,
+        "KERNEL_ENV",
+        {"OTHER": "1", **jupyter_kernels.compilation_cache_env(Path("/c"))},
     )
     cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
     plain = {"cells": [cell("y = jax.jit(f)(x)")]}
-    assert kernels.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
+    assert jupyter_kernels.notebook_env(plain, "ch")["JAX_COMPILATION_CACHE_DIR"] == "/c/ch"
     # A kernel for an unknown chapter would share a folder: no cache.
-    assert kernels.notebook_env(plain) == {"OTHER": "1"}
+    assert jupyter_kernels.notebook_env(plain) == {"OTHER": "1"}
     for shows in (
         "t.first_call_s",
         "jax.explain_cache_misses(True)",
@@ -277,30 +281,32 @@ def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatc
         '[e for e in events if e.name == "backend_compile_and_load"]',
         "jax.distributed.initialize()",
     ):
-        env = kernels.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
+        env = jupyter_kernels.notebook_env({"cells": [cell("x = 1"), cell(shows)]}, "ch")
         assert env == {"OTHER": "1"}, shows
     # Markdown that mentions it does not count: only code does.
     md = {"cells": [{"cell_type": "markdown", "source": "first_call_s"}, cell("x = 1")]}
-    assert "JAX_COMPILATION_CACHE_DIR" in kernels.notebook_env(md, "ch")
+    assert "JAX_COMPILATION_CACHE_DIR" in jupyter_kernels.notebook_env(md, "ch")
 
 
 def test_a_chapter_that_counts_compile_logs_starts_from_an_empty_cache(monkeypatch, tmp_path):
-    from jaxguide_build import kernels
+    from jaxguide_build import jupyter_kernels
 
-    monkeypatch.setattr(kernels, "KERNEL_ENV", kernels.compilation_cache_env(tmp_path))
+    monkeypatch.setattr(
+        jupyter_kernels, "KERNEL_ENV", jupyter_kernels.compilation_cache_env(tmp_path)
+    )
     cell = lambda src: {"cell_type": "code", "source": src}  # noqa: E731
     for chapter in ("counts", "plain"):
         (tmp_path / chapter).mkdir()
         (tmp_path / chapter / "jit_f-0-cache").write_bytes(b"entry of an earlier build")
     counts = {"cells": [cell("with jax.log_compiles(True):\n    f(x)")]}
-    env = kernels.notebook_env(counts, "counts")
+    env = jupyter_kernels.notebook_env(counts, "counts")
     assert env["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "counts")
     assert not (tmp_path / "counts").exists()  # emptied: every program compiles
-    kernels.notebook_env({"cells": [cell("f(x)")]}, "plain")
+    jupyter_kernels.notebook_env({"cells": [cell("f(x)")]}, "plain")
     assert (tmp_path / "plain" / "jit_f-0-cache").exists()  # kept: read back
     # Counting logs and looking at compilation otherwise: no cache at all.
     both = {"cells": [cell("jax.log_compiles(True)"), cell("jax.explain_cache_misses(True)")]}
-    assert "JAX_COMPILATION_CACHE_DIR" not in kernels.notebook_env(both, "counts")
+    assert "JAX_COMPILATION_CACHE_DIR" not in jupyter_kernels.notebook_env(both, "counts")
 
 
 def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
@@ -321,21 +327,21 @@ def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
 
 
 def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
-    from jaxguide_build import kernels
+    from jaxguide_build import jupyter_kernels
 
     for i, name in enumerate(("a/old", "b/mid", "a/new")):
         path = tmp_path / name
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"x" * 100)
         os.utime(path, (1000 + i, 1000 + i))
-    kernels.trim_cache(tmp_path, keep_bytes=250)
+    jupyter_kernels.trim_cache(tmp_path, keep_bytes=250)
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
         "a/new",
         "b/mid",
     ]
-    kernels.trim_cache(tmp_path, keep_bytes=100)
+    jupyter_kernels.trim_cache(tmp_path, keep_bytes=100)
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["new"]
-    kernels.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
+    jupyter_kernels.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
 
 
 def test_chapters_are_ordered_longest_first_by_their_code(tmp_path):

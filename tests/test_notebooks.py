@@ -12,8 +12,7 @@ import yaml
 
 import make_notebooks
 import wheelrun
-from bookcheck import ROOT
-from bookcheck import soup as parsed_page
+from bookcheck import ROOT, parsed_page
 
 CHAPTERS = make_notebooks.chapters()
 

@@ -24,8 +24,7 @@ from urllib.parse import urldefrag
 import pytest
 
 import bookcheck
-from bookcheck import THREAD, executed_chapters
-from bookcheck import soup as parsed_page
+from bookcheck import THREAD, executed_chapters, parsed_page
 
 pytestmark = pytest.mark.book
 

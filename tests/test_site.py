@@ -15,8 +15,7 @@ import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from bookcheck import ROOT, chapters
-from bookcheck import soup as parsed_page
+from bookcheck import ROOT, chapters, parsed_page
 from jaxguide._wcag import contrast
 from jaxguide_build.site import bundle, memo, pages, stylesheets, theme
 

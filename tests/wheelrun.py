@@ -9,7 +9,7 @@ tests/test_notebooks.py checks that every chosen notebook ran.
 Which notebooks: ``make test`` runs :data:`SAMPLE`, and the wheel's every module is
 imported in that environment; ``JAXGUIDE_WHEEL_RUN=all`` (``make notebooks-check``)
 runs every notebook. The sample keeps ``make test`` short: a second execution of every
-chapter cost about 400 s of CPU on top of the build's (20 chapters, November 2026).
+chapter would cost about as much CPU again as the build's own execution.
 What the sample leaves to the build is safe to leave there: a notebook's code cells are
 its page's, made by tools/make_notebooks.py and checked up to date
 (tests/test_notebooks.py), and the build executes every page strictly; what only the
@@ -34,14 +34,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookcheck import ROOT
-from jaxguide_build import kernels
+from bookcheck import BUILD_TIMEOUT, ROOT
+from jaxguide_build import jupyter_kernels
 from jaxguide_build.environment import wheel_environment
+from jaxguide_build.jupyter_kernels import compilation_cache_env, notebook_env
 
-# The notebook runs in a kernel over IPC sockets, as in the build (kernels.RUN_NOTEBOOK
+# The notebook runs in a kernel over IPC sockets, as in the build (jupyter_kernels.RUN_NOTEBOOK
 # says why); its outputs are those of any kernel.
 RUNNER = (
-    kernels.RUN_NOTEBOOK
+    jupyter_kernels.RUN_NOTEBOOK
     + """
 import sys, nbformat, jaxguide
 assert "site-packages" in jaxguide.__file__, jaxguide.__file__
@@ -66,15 +67,13 @@ class WheelRun:
 
 _WHEEL_RUN: dict[str, concurrent.futures.Future[WheelRun]] = {}
 # Set when the session's book build has executed its chapters; _BOOK_CACHE["folder"] is
-# then its JAX compilation cache (tools/jaxguide_build/kernels.py: one folder per
+# then its JAX compilation cache (tools/jaxguide_build/jupyter_kernels.py: one folder per
 # chapter), and _BOOK_SECONDS each chapter's execution time there.
 _BOOK_BUILT = threading.Event()
 _BOOK_CACHE: dict[str, Path] = {}
 _BOOK_SECONDS: dict[str, float] = {}
-BOOK_TIMEOUT = 1500  # seconds: the longest the notebooks wait for the book build
 
-#: The notebooks ``make test`` runs from the wheel: five of the cheapest (about 45 s of
-#: CPU together), with one device and with eight, a subprocess, the random stream and
+#: The notebooks ``make test`` runs from the wheel: five of the cheapest, with one device and with eight, a subprocess, the random stream and
 #: sharded programs among them.
 SAMPLE = ("migration", "pmap", "pytrees", "random", "sharding")
 #: Set to ``all`` to run every notebook (``make notebooks-check``, and the workflow).
@@ -151,8 +150,10 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     not compiled twice, and nothing else changes (a cached program is the program XLA
     would compile). Notebooks whose code reads compilation itself (compile times,
     explained cache misses, ``jax.distributed``: ``CACHE_OFF`` in
-    tools/jaxguide_build/kernels.py) compile from scratch, as in the build. Executing after the build rather than beside
-    it also keeps four kernels off this 2-core machine's two cores."""
+    tools/jaxguide_build/jupyter_kernels.py) compile from scratch, as in the build
+    (the rule is :func:`~jaxguide_build.jupyter_kernels.notebook_env`'s). Executing after
+    the build rather than beside it also keeps four kernels off a 2-core machine's two
+    cores."""
 
     python = wheel_environment(tmp)
     work = tmp / "work"  # no repository paths: only the notebooks
@@ -183,22 +184,19 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     }
     cache = None
     if wait_for_book:
-        if not _BOOK_BUILT.wait(timeout=BOOK_TIMEOUT):
-            raise TimeoutError(f"the book build did not execute its chapters in {BOOK_TIMEOUT} s")
+        if not _BOOK_BUILT.wait(timeout=BUILD_TIMEOUT):
+            raise TimeoutError(f"the book build did not execute its chapters in {BUILD_TIMEOUT} s")
         cache = _BOOK_CACHE.get("folder")
 
-    def uses_cache(nb: Path) -> bool:
-        code = "\n".join(
-            "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in json.loads(nb.read_text())["cells"]
-            if c["cell_type"] == "code"
-        )
-        return cache is not None and not kernels.CACHE_OFF.search(code)
-
     def env_for(nb: Path) -> dict[str, str]:
-        if cache is None or not uses_cache(nb):
-            return base_env
-        return {**base_env, **kernels.compilation_cache_env(cache / nb.stem)}
+        """The build's rule for a kernel's environment (jupyter_kernels.notebook_env),
+        reading back what the build compiled (no folder is emptied)."""
+        env = base_env if cache is None else {**base_env, **compilation_cache_env(cache)}
+        notebook = json.loads(nb.read_text())
+        return notebook_env(notebook, nb.stem, env, empty_fresh=False)
+
+    def uses_cache(nb: Path) -> bool:
+        return "JAX_COMPILATION_CACHE_DIR" in env_for(nb)
 
     # Longest first, two at a time (this machine has 2 cores): the last to start is short.
     pending = sorted(

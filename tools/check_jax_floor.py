@@ -36,13 +36,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import make_notebooks  # tools/, the folder of this script
-from jaxguide_build import kernels
-from jaxguide_build.environment import CommandFailed, wheel_environment
-
-ROOT = Path(__file__).resolve().parents[1]
+from jaxguide_build import jupyter_kernels
+from jaxguide_build.environment import ROOT, CommandFailed, wheel_environment
+from jaxguide_build.outputs import ANSI
 
 RUNNER = (
-    kernels.RUN_NOTEBOOK
+    jupyter_kernels.RUN_NOTEBOOK
     + """
 import sys, nbformat, jax, jaxguide
 assert "site-packages" in jaxguide.__file__, jaxguide.__file__
@@ -73,7 +72,7 @@ def environment(tmp: Path, version: str) -> Path:
 
 def error_line(output: str) -> str:
     """The most telling line of a failed run: the last line naming an error."""
-    output = re.sub(r"\x1b\[[0-9;]*m", "", output)  # nbclient colours tracebacks
+    output = ANSI.sub("", output)  # nbclient colours tracebacks
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     named = [line for line in lines if re.search(r"\b\w*(Error|Exception)\b", line)]
     return textwrap.shorten((named or lines or ["(no output)"])[-1], 160)

@@ -47,10 +47,10 @@ import time
 from pathlib import Path
 
 import check_jax_floor  # tools/, the folder of this script
-from jaxguide_build import kernels
-from jaxguide_build.environment import CommandFailed, build_wheel
+from jaxguide_build import jupyter_kernels
+from jaxguide_build.environment import ROOT, CommandFailed, build_wheel
+from jaxguide_build.outputs import ANSI
 
-ROOT = check_jax_floor.ROOT
 NOTEBOOKS = ROOT / "notebooks"
 SUITE = "trixie"  # Debian 13: Python 3.13
 PACKAGES = ("python3", "python3-venv", "python3-pip", "ca-certificates")
@@ -75,7 +75,7 @@ ENTER = (
 )
 
 RUNNER = (
-    kernels.RUN_NOTEBOOK
+    jupyter_kernels.RUN_NOTEBOOK
     + """
 import sys, nbformat, jaxguide
 assert "site-packages" in jaxguide.__file__, jaxguide.__file__
@@ -267,7 +267,7 @@ def warnings_printed(nb: dict) -> list[str]:
     """Distinct ``...Warning: ...`` lines on the notebook's stderr, shortened."""
     found = []
     for line in text_lines(nb, "stderr"):
-        match = re.search(r"\b\w*Warning: .*", re.sub(r"\x1b\[[0-9;]*m", "", line))
+        match = re.search(r"\b\w*Warning: .*", ANSI.sub("", line))
         short = textwrap.shorten(match.group(0), 200) if match else ""
         if short and short not in found:
             found.append(short)

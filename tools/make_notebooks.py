@@ -40,8 +40,8 @@ import nbformat
 import yaml
 
 from jaxguide_build import toc
+from jaxguide_build.environment import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"
 
 PROVENANCE_BOX = re.compile(r"```\{glue\} provenance\n```\n*")

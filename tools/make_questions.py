@@ -33,8 +33,8 @@ from pathlib import Path
 import yaml
 
 from jaxguide_build import toc
+from jaxguide_build.environment import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BANK = ROOT / "book" / "questions.yml"
 PAGE = ROOT / "book" / "questions.md"
 

@@ -7,14 +7,16 @@ Each module does one job. In the order a build meets them:
 ==================  =================  =========================================================
 module              build phase        job
 ==================  =================  =========================================================
-``patches``         setup              every patch of a third-party library, one rule for
-                                       untested releases (the build stops and says what to check)
-``execution``       config-inited      one build per output folder, and before Sphinx reads
-                                       the pages: execute what has no cached outputs, in
+``patches``         setup              the table of every patch of a third-party library, one
+                                       rule for untested releases (the build stops and says
+                                       what to check), and most patches' code
+``execution``       config-inited,     one build per output folder, and before Sphinx reads
+                    env-get-outdated   the pages: execute what has no cached outputs, in
                                        parallel; report a failure, or each chapter's time
-``kernels``         config-inited      the kernels that execute: IPC sockets, their environment
-                                       (strict claims, the compilation cache, or not)
-``staleness``       env-get-outdated   fingerprints: which chapters' cached outputs are stale
+``jupyter_kernels`` config-inited      the Jupyter kernels that execute: IPC sockets, their
+                                       environment (strict claims, the compilation cache, or
+                                       not). Not :mod:`jaxguide.kernels` (Pallas kernels)
+``staleness``       env-get-outdated,  fingerprints: which chapters' cached outputs are stale
                     build-finished     (a jaxguide module or package they depend on changed)
 ``incremental``     env-updated        a rebuild does work in proportion to the edit
 ``colab``           page context       the Colab button opens ``notebooks/<page>.ipynb``
@@ -22,19 +24,51 @@ module              build phase        job
                     build-finished     pages, stylesheets, search, 404 (one module per pass)
 ``cache``           (shared)           atomic writes, content-checked caches between builds
 ``toc``             (shared)           the pages of ``_toc.yml``, as Jupyter Book reads them
-``environment``     (shared)           the repository root, ``uv``, fresh environments with
-                                       jaxguide installed from a wheel
+``environment``     (shared)           the repository root, installed versions, ``uv``, fresh
+                                       environments with jaxguide installed from a wheel
 ``outputs``         tests, bench       two executions of a chapter compared as a reader sees
-                                       them (the book's build against a wheel or accelerator run)
+                                       them (the book's build against a wheel or accelerator
+                                       run); ANSI colour codes
 ``serve``           after build        the built site on 127.0.0.1, gzip as GitHub Pages serves
 ``lighthouse``      after build        Lighthouse runs (tests/test_browser.py, bench/)
 ==================  =================  =========================================================
 
+What a build keeps between builds, beside the site (``_build/html``), in ``_build/``.
+Each is safe to delete (``make clean`` deletes them all); the next build redoes what it
+saved:
+
+=================================  ====================  ===========================================
+file or folder                     written by            what it holds
+=================================  ====================  ===========================================
+``.jupyter_cache/``                jupyter-cache         each chapter's executed outputs
+                                                         (``_config.yml``)
+``jupyter_execute/``               myst-nb               the executed notebooks
+``.doctrees/``                     Sphinx                the parsed pages
+``jaxguide-fingerprints.json``     ``staleness``         each chapter's fingerprint, with its
+                                                         cached outputs
+``jaxguide-imports-memo.json``     ``staleness``         the imports of each chapter's code, and
+                                                         which distribution holds each module
+``.jax_cache/``                    ``jupyter_kernels``   JAX's compilation cache, a folder per
+                                                         chapter
+``.jaxguide-build.lock``           ``execution``         held while a build runs
+``.jaxguide-page-memo.json``       ``site.memo``         each page's digest, words and icons
+``.jaxguide-images/``              ``site.images``       shrunk figures, by content
+``.jaxguide-fonts/``               ``site.icons``        subset icon fonts, by content
+``.jaxguide-purge-cache/``         ``site.stylesheets``  purged stylesheets, by content
+``.jaxguide-css-originals/``       ``site.stylesheets``  the stylesheets before purging
+``html/.jaxguide-purged-css``      ``site.stylesheets``  which stylesheets were purged
+``.jaxguide-search-digest``        ``site.search``       what the search index was built from
+=================================  ====================  ===========================================
+
+The tests add ``.jax_cache_unit/`` (``make unit``'s compilation cache), ``.idle-phase``
+and ``mypy.log`` (``make test``: tests/conftest.py, the Makefile).
+
 The scripts ``tools/make_notebooks.py``, ``tools/make_questions.py``,
 ``tools/check_jax_floor.py``, ``tools/check_jax_newest.py`` and ``tools/jaxguide_serve.py``
-import this package (``tools/`` is the folder of the script
-Python runs); the tests and ``bench/`` find it on their path (pytest's ``pythonpath``;
-the project's editable install).
+import this package (``tools/`` is the folder of the script Python runs); the tests and
+``bench/`` find it on their path (pytest's ``pythonpath``; the project's editable
+install, which puts ``tools/`` on the path: so the scripts are importable as top-level
+modules too, and the tests import them that way, e.g. ``import check_jax_floor``).
 """
 
 from __future__ import annotations

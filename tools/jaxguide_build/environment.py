@@ -5,6 +5,8 @@ tools/check_jax_floor.py)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import re
 import shutil
 import subprocess
@@ -12,6 +14,16 @@ from pathlib import Path
 
 #: The repository's root folder.
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def installed_version(distribution: str) -> str | None:
+    """The installed release of ``distribution`` (as pip names it), or None when it is
+    not installed."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def uv() -> str:

@@ -8,8 +8,8 @@ nothing else, and is not executed a second time. Two builds into the same output
 do not run at once: the second waits for the first (:func:`lock_build`).
 
 The kernels it starts, and the environment they get (the compilation cache among it),
-are :mod:`jaxguide_build.kernels`'. When the chapters have executed, the log says so, with
-each one's time (:func:`executed_line`).
+are :mod:`jaxguide_build.jupyter_kernels`'. When the chapters have executed, the log
+says so, with each one's time (:func:`executed_line`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from sphinx.environment import BuildEnvironment
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
-from . import kernels, patches
-from .staleness import save
+from . import jupyter_kernels, patches
+from .outputs import ANSI
+from .staleness import CODE_CELL, save
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def code_bytes(path: str | Path) -> int:
     proxy :class:`LongestFirst` orders chapters by. It ranks the long chapters first
     without any record of earlier builds (a fresh clone has none)."""
     text = Path(path).read_text(encoding="utf-8")
-    return sum(len(m) for m in re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", text, re.M | re.S))
+    return sum(len(m) for m in CODE_CELL.findall(text))
 
 
 def longest_first(path: str | Path) -> tuple[int, str]:
@@ -185,9 +186,6 @@ class LongestFirst(JupyterExecutorLocalMproc):
             excepted=[p for i, p in results if i == 1],
             errored=[p for i, p in results if i == 2],
         )
-
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def failure_report(chapter: str, traceback: str) -> str:
@@ -246,14 +244,16 @@ def setup(app: Sphinx) -> dict[str, Any]:
     if gc.freeze not in _AT_EXIT:
         atexit.register(gc.freeze)
         _AT_EXIT.add(gc.freeze)
-    app.connect("config-inited", kernels.kernel_settings)
+    app.connect("config-inited", jupyter_kernels.kernel_settings)
     # The kernels it starts: BuildKernelManager, knowing their chapter; jupyter-cache
-    # parses each chapter once.
+    # parses each chapter once; LongestFirst.
     patches.install(
         app,
         "nbclient kernel manager",
+        "jupyter-client kernel manager",
         "jupyter-cache worker chapter",
         "jupyter-cache single parse",
+        "jupyter-cache parallel executor",
     )
     # After staleness.outdated (priority 500) has dropped the stale chapters' outputs.
     app.connect("env-get-outdated", preexecute, priority=600)

@@ -19,10 +19,11 @@ Each fix below keeps Sphinx's result and only skips work whose result is already
    doctree and rebuilt when that changes (the edited page). The numbers are Sphinx's,
    computed by Sphinx's own walk.
 
-Each fix reaches into a package's internals: :mod:`jaxguide_build.patches` applies them
-("sphinx-exercise registry", "sphinx figure numbers") under its rule for untested
-releases. (tests/test_tools.py checks each against the upstream behaviour on a built
-book.)
+Each fix reaches into a package's internals, so its code is here but its entry is in
+:data:`jaxguide_build.patches.PATCHES` ("sphinx-exercise registry", "sphinx figure
+numbers", "sphinx pickled doctrees"), under that table's rule for untested releases:
+:func:`setup` installs them there before it applies them. (tests/test_tools.py checks
+each against the upstream behaviour on a built book.)
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from __future__ import annotations
 import hashlib
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.environment.collectors.toctree import TocTreeCollector
 
 from . import patches
 
@@ -162,6 +164,41 @@ def skeleton_of(env: BuildEnvironment, docname: str, key: str | None = None) -> 
     return made
 
 
+def patch_figure_numbers() -> None:
+    """Make Sphinx's ``assign_figure_numbers`` walk page skeletons (:func:`skeleton_of`)
+    instead of whole doctrees (once per process)."""
+    original = TocTreeCollector.assign_figure_numbers
+    if getattr(original, "jaxguide", False):
+        return
+
+    def assign_figure_numbers(self: TocTreeCollector, env: BuildEnvironment) -> list[str]:
+        """Sphinx's own ``assign_figure_numbers``, walking page skeletons."""
+        if not env.config.numfig:
+            return original(self, env)
+        store = env.__dict__.setdefault("jaxguide_figure_skeletons", {})
+        for gone in set(store) - set(env.all_docs):
+            del store[gone]
+        before = env.__dict__.get("get_doctree")  # another extension's, if any
+        key = numbering_key(env)
+        env.get_doctree = lambda docname: skeleton_of(env, docname, key)  # type: ignore[method-assign]
+        try:
+            return original(self, env)
+        finally:
+            if before is None:
+                del env.get_doctree
+            else:
+                env.get_doctree = before  # type: ignore[method-assign]
+
+    patched = cast(Any, assign_figure_numbers)
+    patched.jaxguide = True
+    patched.original = original
+    TocTreeCollector.assign_figure_numbers = assign_figure_numbers  # type: ignore[method-assign]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
-    patches.install(app, "sphinx-exercise registry", "sphinx figure numbers")
+    patches.install(
+        app, "sphinx-exercise registry", "sphinx figure numbers", "sphinx pickled doctrees"
+    )
+    app.connect("env-updated", detach_exercise_nodes)
+    patch_figure_numbers()
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,6 +9,9 @@ import hashlib
 import json
 import re
 
+#: An ANSI colour code (nbclient and IPython colour tracebacks and warnings).
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
 
 def source(cell: dict) -> str:
     """A notebook cell's source as one string."""

@@ -1,4 +1,4 @@
-"""Every change the build makes to a third-party library's code, in one place, under one
+"""Every change the build makes to a third-party library's code, in one table, under one
 rule.
 
 Each patch below reaches into a package's internals, so each names the release it was
@@ -7,39 +7,55 @@ for any other release is the same for all of them: :func:`install` stops the bui
 a message saying what to re-check, rather than patching code that may have changed.
 Each extension of the package installs the patches it relies on, by name.
 
-======================================  ===============  ==============================
-patch                                   package          installed by
-======================================  ===============  ==============================
-``myst-nb stream merge``                myst-nb          :mod:`jaxguide_build`
-``myst-nb cached notebook``             myst-nb          :mod:`jaxguide_build`
-``nbclient kernel manager``             nbclient         :mod:`.execution`
-``jupyter-cache worker chapter``        jupyter-cache    :mod:`.execution`
-``jupyter-cache single parse``          jupyter-cache    :mod:`.execution`
-``sphinx figure numbers``               sphinx           :mod:`.incremental`
-``sphinx-exercise registry``            sphinx-exercise  :mod:`.incremental`
-======================================  ===============  ==============================
+Most patches' code is here. A patch that is a class or function of the module using it
+(an override in a subclass, an extension's own event handler) has no ``apply`` in the
+table: installing it checks the release, and its module applies it.
+
+===================================  ===============  ===================  ==================
+patch                                package          code                 installed by
+===================================  ===============  ===================  ==================
+``myst-nb stream merge``             myst-nb          here                 ``jaxguide_build``
+``myst-nb cached notebook``          myst-nb          here                 ``jaxguide_build``
+``nbclient kernel manager``          nbclient         here                 ``execution``
+``jupyter-client kernel manager``    jupyter-client   ``jupyter_kernels``  ``execution``
+``jupyter-cache worker chapter``     jupyter-cache    here                 ``execution``
+``jupyter-cache single parse``       jupyter-cache    here                 ``execution``
+``jupyter-cache parallel executor``  jupyter-cache    ``execution``        ``execution``
+``sphinx figure numbers``            sphinx           ``incremental``      ``incremental``
+``sphinx pickled doctrees``          sphinx           ``incremental``      ``incremental``
+``sphinx-exercise registry``         sphinx-exercise  ``incremental``      ``incremental``
+===================================  ===============  ===================  ==================
+
+**A second rule, for the theme's files: a content check.** The site rewrites two files
+of pydata-sphinx-theme, not its code. Each rewrite first checks that the text it
+changes is there, as it expects it, and otherwise stops the build with "did the theme
+change?": ``site/theme.py`` (:func:`~jaxguide_build.site.theme.patch_theme_script`: the
+script's one load-time tab-stop pass) and ``site/icons.py``
+(:func:`~jaxguide_build.site.icons.keep_used_icons`: a Font Awesome rule for every icon
+a page uses). A content check looks at the very text it rewrites, so it catches a change
+in any release and lets through a release that changed nothing there; no release is
+named.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.metadata
 import json
 import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jupyter_client import AsyncKernelManager, KernelManager
 from nbclient import NotebookClient
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
-if TYPE_CHECKING:
-    from sphinx.environment import BuildEnvironment
+from .environment import installed_version
+from .jupyter_kernels import BuildKernelManager, notebook_env
 
 
 @dataclass(frozen=True)
@@ -51,7 +67,7 @@ class Patch:
     tested: str  # the release it was tested on: a version prefix, "1.4."
     fixes: str  # what goes wrong without it, in a few words
     recheck: str  # how to see whether another release still needs it
-    apply: Callable[[Sphinx], None]
+    apply: Callable[[Sphinx], None] | None = None  # None: its module applies it
 
 
 # ----------------------------------------------------------------------------- myst-nb
@@ -134,14 +150,13 @@ _create_kernel_manager = NotebookClient.create_kernel_manager
 
 def create_kernel_manager(self: NotebookClient) -> KernelManager:
     """``NotebookClient.create_kernel_manager`` for the build: a
-    :class:`~jaxguide_build.kernels.BuildKernelManager` (where nothing else was asked
-    for), with the notebook's environment (:func:`~jaxguide_build.kernels.notebook_env`).
+    :class:`~jaxguide_build.jupyter_kernels.BuildKernelManager` (where nothing else was asked
+    for), with the notebook's environment (:func:`~jaxguide_build.jupyter_kernels.notebook_env`).
 
     The kernel is stopped at once when its chapter ends (``shutdown_kernel="immediate"``):
     every output has arrived by then, and ipykernel's graceful shutdown can race with its
     own output thread and print a ``ZMQError: Socket operation on non-socket`` traceback
     into the build's log (seen in CI with two chapters in parallel, one failing)."""
-    from .kernels import BuildKernelManager, notebook_env
 
     self.shutdown_kernel = "immediate"
     if self.kernel_manager_class is AsyncKernelManager:
@@ -214,54 +229,6 @@ def reading_once() -> Iterator[None]:
         cache_main.get_reader = original
 
 
-def _nothing_to_apply(app: Sphinx) -> None:
-    """For a patch applied where it is used (a context manager): installing it checks
-    the release only."""
-
-
-# ----------------------------------------------------------------------------- Sphinx
-
-
-def _patch_figure_numbers(app: Sphinx) -> None:
-    """Sphinx's ``assign_figure_numbers`` walking page skeletons instead of whole
-    doctrees (:func:`jaxguide_build.incremental.skeleton_of`)."""
-    from sphinx.environment.collectors.toctree import TocTreeCollector
-
-    from .incremental import numbering_key, skeleton_of
-
-    original = TocTreeCollector.assign_figure_numbers
-    if getattr(original, "jaxguide", False):
-        return
-
-    def assign_figure_numbers(self: TocTreeCollector, env: BuildEnvironment) -> list[str]:
-        """Sphinx's own ``assign_figure_numbers``, walking page skeletons."""
-        if not env.config.numfig:
-            return original(self, env)
-        store = env.__dict__.setdefault("jaxguide_figure_skeletons", {})
-        for gone in set(store) - set(env.all_docs):
-            del store[gone]
-        before = env.__dict__.get("get_doctree")  # another extension's, if any
-        key = numbering_key(env)
-        env.get_doctree = lambda docname: skeleton_of(env, docname, key)  # type: ignore[method-assign]
-        try:
-            return original(self, env)
-        finally:
-            if before is None:
-                del env.get_doctree
-            else:
-                env.get_doctree = before  # type: ignore[method-assign]
-
-    assign_figure_numbers.jaxguide = True  # type: ignore[attr-defined]
-    assign_figure_numbers.original = original  # type: ignore[attr-defined]
-    TocTreeCollector.assign_figure_numbers = assign_figure_numbers  # type: ignore[method-assign]
-
-
-def _keep_exercises_detached(app: Sphinx) -> None:
-    from .incremental import detach_exercise_nodes
-
-    app.connect("env-updated", detach_exercise_nodes)
-
-
 # ----------------------------------------------------------------------------- the table
 
 PATCHES: dict[str, Patch] = {
@@ -288,6 +255,15 @@ PATCHES: dict[str, Patch] = {
         "test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache)",
         _patch_kernel_manager,
     ),
+    "jupyter-client kernel manager": Patch(
+        "jupyter-client",
+        "8.",
+        "kernels without the build's environment, their socket folders left behind",
+        "that AsyncKernelManager still calls _async_pre_start_kernel and "
+        "_async_cleanup_resources, which BuildKernelManager overrides "
+        "(tests/test_execution.py::"
+        "test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache)",
+    ),
     "jupyter-cache worker chapter": Patch(
         "jupyter-cache",
         "1.0.",
@@ -301,7 +277,14 @@ PATCHES: dict[str, Patch] = {
         "each chapter parsed three times before it executes",
         "jupyter_cache.cache.main.get_reader (tests/test_tools.py::"
         "test_jupyter_cache_parses_a_chapter_once_per_version)",
-        _nothing_to_apply,
+    ),
+    "jupyter-cache parallel executor": Patch(
+        "jupyter-cache",
+        "1.0.",
+        "one core idle at the end of a parallel execution (chapters handed out in threes)",
+        "JupyterExecutorLocalMproc.run_and_cache and its private _EXECUTION_WORKER, which "
+        "execution.LongestFirst re-implements and calls (tests/test_execution.py::"
+        "test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached)",
     ),
     "sphinx figure numbers": Patch(
         "sphinx",
@@ -309,7 +292,14 @@ PATCHES: dict[str, Patch] = {
         "every chapter's doctree unpickled to number figures at each rebuild",
         "TocTreeCollector.assign_figure_numbers (tests/test_tools.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
-        _patch_figure_numbers,
+    ),
+    "sphinx pickled doctrees": Patch(
+        "sphinx",
+        "7.4.",
+        "each doctree read from disk a second time while figures are numbered",
+        "the private env._pickled_doctree_cache that incremental.skeleton_of reads "
+        "(tests/test_tools.py::"
+        "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
     ),
     "sphinx-exercise registry": Patch(
         "sphinx-exercise",
@@ -317,20 +307,11 @@ PATCHES: dict[str, Patch] = {
         "every chapter's doctree pickled with the environment, through the exercises",
         "what env.sphinx_exercise_registry holds (tests/test_tools.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
-        _keep_exercises_detached,
     ),
 }
 
 
-def installed_version(distribution: str) -> str:
-    """The installed release of ``distribution``, or ``""`` when it is not installed."""
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
-def check(name: str, version: str) -> None:
+def check(name: str, version: str | None) -> None:
     """The rule for every patch: refuse a release it was not tested on.
 
     Raises:
@@ -338,7 +319,7 @@ def check(name: str, version: str) -> None:
             message says what to re-check.
     """
     patch = PATCHES[name]
-    if not version.startswith(patch.tested):
+    if version is None or not version.startswith(patch.tested):
         raise ExtensionError(
             f"jaxguide_build.patches: the patch '{name}' ({patch.fixes}) was tested on "
             f"{patch.distribution} {patch.tested}x, but {patch.distribution} "
@@ -350,8 +331,10 @@ def check(name: str, version: str) -> None:
 
 def install(app: Sphinx, *names: str) -> None:
     """Apply the patches ``names``, each after :func:`check` (applying one twice in a
-    process changes nothing)."""
+    process changes nothing); for a patch without ``apply``, only :func:`check`."""
     for name in names:
         check(name, installed_version(PATCHES[name].distribution))
     for name in names:
-        PATCHES[name].apply(app)
+        apply = PATCHES[name].apply
+        if apply is not None:
+            apply(app)

@@ -29,7 +29,6 @@ store counts as empty.
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -46,6 +45,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
 from .cache import write_atomic
+from .environment import installed_version
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ class PackageGraph:
         return seen
 
 
-#: Results kept between builds (``_build/jaxguide-fresh-memo.json``), keyed by what they
+#: Results kept between builds (``_build/jaxguide-imports-memo.json``), keyed by what they
 #: are computed from: the imports of a piece of code by its digest, and the map from
 #: top-level modules to distributions by the list of installed distributions. Reading
 #: the metadata of every installed distribution and parsing every chapter again took
@@ -179,7 +179,7 @@ class PackageGraph:
 _MEMO: dict[str, dict[str, Any]] = {"imports": {}, "distributions": {}}
 
 
-MEMO = "jaxguide-fresh-memo.json"
+MEMO = "jaxguide-imports-memo.json"
 
 
 def _installed() -> str:
@@ -238,14 +238,6 @@ def save_memo(folder: Path, used: set[str]) -> None:
     write_atomic(folder / MEMO, json.dumps(data, sort_keys=True).encode())
 
 
-@functools.cache
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def helper_files(source: str, folder: Path) -> dict[str, str]:
     """Files next to a chapter that its code names (a data file it reads, a module it
     imports): {name: sha256}. Other chapters and the toc are left out."""
@@ -268,7 +260,7 @@ def helper_files(source: str, folder: Path) -> dict[str, str]:
 def fingerprint(
     source: str,
     graph: PackageGraph,
-    version: Callable[[str], str | None] = _version,
+    version: Callable[[str], str | None] = installed_version,
     folder: Path | None = None,
 ) -> dict[str, Any]:
     """What a chapter's outputs depend on besides its code, with a digest of it all."""

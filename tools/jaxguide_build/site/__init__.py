@@ -23,8 +23,8 @@ in this order:
 =  ===================================  ===================================================
 
 Passes 2 to 7 share a :class:`memo.PageMemo` (what each page holds, its words and
-icons, read once per page version; saved after pass 7). ``memo`` is that cache, not a
-pass.
+icons, read once per page version by ``reading``; saved after pass 7). ``memo`` is that
+cache and ``reading`` what it reads; neither is a pass.
 
 Earlier in the build, not passes: ``mathml`` renders math to MathML (a Sphinx math
 renderer); ``theme`` drops Thebe and sets the theme mode and each page's description

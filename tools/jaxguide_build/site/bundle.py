@@ -13,7 +13,8 @@ from pathlib import Path
 from sphinx.errors import ExtensionError
 
 from ..cache import write_atomic
-from .memo import LINK, PageMemo
+from .memo import PageMemo
+from .reading import LINK
 
 _HREF = re.compile(r'\bhref="([^"]+)"')
 CSS_URL = re.compile(r"""url\((['"]?)([^'")]+)\1\)""")
@@ -59,10 +60,11 @@ def bundle_sources(path: Path) -> list[str]:
     return first.removeprefix(_BUNDLE_HEADER).removesuffix(" */").split()
 
 
-def _relocated_css(css: str, source: Path, target_dir: Path) -> str:
-    """``css`` from ``source``, with its relative ``url()``s rewritten to resolve from
-    ``target_dir``, and without ``@charset`` (only allowed first in a file)."""
-    up = Path(os.path.relpath(source.parent, target_dir)).as_posix()
+def relocated_urls(css: str, source_dir: Path, target_dir: Path) -> str:
+    """``css`` written for a file in ``source_dir``, with its relative ``url()``s
+    rewritten to resolve from a file in ``target_dir`` (absolute ones, data and
+    fragments kept)."""
+    up = Path(os.path.relpath(source_dir, target_dir)).as_posix()
 
     def moved(url: re.Match[str]) -> str:
         quote, ref = url.group(1), url.group(2)
@@ -70,8 +72,15 @@ def _relocated_css(css: str, source: Path, target_dir: Path) -> str:
             return url.group(0)
         return f"url({quote}{posixpath.normpath(f'{up}/{ref}')}{quote})"
 
-    css = re.sub(r'@charset\s+"[^"]*"\s*;', "", css)
     return CSS_URL.sub(moved, css)
+
+
+def _relocated_css(css: str, source: Path, target_dir: Path) -> str:
+    """``css`` from ``source``, with its relative ``url()``s rewritten to resolve from
+    ``target_dir`` (:func:`relocated_urls`), and without ``@charset`` (only allowed first
+    in a file)."""
+    css = re.sub(r'@charset\s+"[^"]*"\s*;', "", css)
+    return relocated_urls(css, source.parent, target_dir)
 
 
 def bundle_stylesheets(outdir: Path, memo: PageMemo) -> None:

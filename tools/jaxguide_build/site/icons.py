@@ -9,16 +9,13 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sphinx.errors import ExtensionError
 
 from ..cache import ContentCache, write_atomic
+from .memo import PageMemo
+from .reading import CLASS_ATTR
 from .theme import theme_static
-
-if TYPE_CHECKING:
-    from .memo import PageMemo
-
 
 FA_SCRIPT = re.compile(
     r'[ \t]*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?'
@@ -35,45 +32,6 @@ _FA_SELECTOR = re.compile(r"\.(fa-[a-z0-9-]+):")
 
 
 _CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{4,6})")
-
-
-_CLASS_ATTR = re.compile(r'class="([^"]*\bfa[a-z-]*\b[^"]*)"')
-
-
-# Class tokens that style an icon rather than name it.
-_FA_MODIFIERS = {
-    "fa",
-    "fas",
-    "far",
-    "fab",
-    "fa-solid",
-    "fa-regular",
-    "fa-brands",
-    "fa-fw",
-    "fa-lg",
-    "fa-xs",
-    "fa-sm",
-    "fa-xl",
-    "fa-2x",
-    "fa-3x",
-    "fa-spin",
-    "fa-pulse",
-    "fa-inverse",
-    "fa-stack",
-}
-
-
-_STYLES = {"fa", "fas", "far", "fab", "fa-solid", "fa-regular", "fa-brands"}
-
-
-def icons_in(text: str) -> set[str]:
-    """Names of the Font Awesome icons a page uses: ``fa-github`` in ``class="fab fa-github"``."""
-    used: set[str] = set()
-    for classes in _CLASS_ATTR.findall(text):
-        tokens = classes.split()
-        if any(t in _STYLES for t in tokens):
-            used.update(t for t in tokens if t.startswith("fa-") and t not in _FA_MODIFIERS)
-    return used
 
 
 def _keep_used_rules(css: str, used: set[str]) -> str:
@@ -130,7 +88,7 @@ def preload_icon_fonts(text: str, page: Path, outdir: Path) -> str:
     widening the header's buttons (a layout shift)."""
     if "</head>" not in text or 'rel="preload" as="font"' in text:
         return text
-    classes = set(" ".join(_CLASS_ATTR.findall(text)).split())
+    classes = set(" ".join(CLASS_ATTR.findall(text)).split())
     prefix = "../" * (len(page.relative_to(outdir).parts) - 1)
     links = "".join(
         f'<link rel="preload" as="font" type="font/woff2" crossorigin '
@@ -156,7 +114,7 @@ def keep_used_icons(outdir: Path, memo: PageMemo) -> set[int]:
     if missing:
         raise ExtensionError(
             f"jaxguide_build.site: no CSS rule for Font Awesome icon(s) {missing}; "
-            "did the theme change?"
+            "did the theme change? (a content check: tools/jaxguide_build/patches.py)"
         )
     return _codepoints(stylesheets)
 

@@ -1,25 +1,22 @@
-"""What the finishing passes read from each page (its words, its icons), remembered
-with the digest of the page (:class:`PageMemo`): a rebuild reads again only the pages
-Sphinx wrote, and a page whose digest is recorded is already in its final form."""
+"""What the finishing passes read from each page (its words, its icons:
+:mod:`.reading`), remembered with the digest of the page (:class:`PageMemo`): a rebuild
+reads again only the pages Sphinx wrote, and a page whose digest is recorded is already
+in its final form."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from sphinx.util import logging
 
 from ..cache import write_atomic
-from .icons import icons_in
+from .reading import LINK, WORD, icons_in
 
 logger = logging.getLogger(__name__)
 
-
-WORD = re.compile(r"[A-Za-z0-9_-]+")  # names may start with "-" or a digit: "-Color-Blue"
-LINK = re.compile(r"<link\b[^>]*>")
 
 #: The code that decides what a final page is: every pass of the site (this folder).
 CODE = Path(__file__).parent

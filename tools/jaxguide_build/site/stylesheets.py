@@ -6,7 +6,6 @@ output and put back at the next build (:func:`restore_stylesheets`)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,13 +13,14 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 from ..cache import ContentCache, write_atomic
-from .bundle import BUNDLE_NAME, CSS_URL, bundle_sources, stylesheet_hrefs
-from .memo import WORD, PageMemo
+from .bundle import BUNDLE_NAME, bundle_sources, relocated_urls, stylesheet_hrefs
+from .memo import PageMemo
+from .reading import WORD
 
 # The stylesheets the last build purged, listed in the output (one path a line), and
 # where their originals are kept (next to the output folder).
 _PURGED_LIST = ".jaxguide-purged-css"
-_PURGE_MEMO = ".jaxguide-purge-memo"  # beside the html folder, like the font cache
+_PURGE_CACHE = ".jaxguide-purge-cache"  # beside the html folder, like the font cache
 _ORIGINALS = ".jaxguide-css-originals"
 _IMPORT = re.compile(r"""@import\s+(?:url\()?["']?([^"')\s;]+)""")
 _IMPORT_STATEMENT = re.compile(r"""@import\s+(?:url\()?["']([^"')\s;]+)["']\)?\s*;""")
@@ -185,7 +185,7 @@ def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]
     # stylesheet, the prefixes, and which of the names its selectors use occur in the
     # site: kept per stylesheet with the digest of those, it is reused while they match
     # (an edited chapter rarely brings a class or id a stylesheet mentions).
-    results = ContentCache(outdir.parent / _PURGE_MEMO, ".css")
+    results = ContentCache(outdir.parent / _PURGE_CACHE, ".css")
     for path in sorted(paths):
         if not path.is_file() or path.name.startswith("jaxguide"):
             continue
@@ -214,15 +214,7 @@ def _purge_stylesheets(outdir: Path, memo: PageMemo | None = None) -> list[Path]
             target = (path.parent / match.group(1)).resolve()
             if "://" in match.group(1) or not target.is_file():
                 return match.group(0)
-            up = Path(os.path.relpath(target.parent, path.parent)).as_posix()
-
-            def moved(url: re.Match[str]) -> str:
-                quote, ref = url.group(1), url.group(2)
-                if re.match(r"^(?:[a-z]+:|/|#)", ref):
-                    return url.group(0)
-                return f"url({quote}{up}/{ref}{quote})"
-
-            return CSS_URL.sub(moved, target.read_text(encoding="utf-8"))
+            return relocated_urls(target.read_text(encoding="utf-8"), target.parent, path.parent)
 
         flat = _IMPORT_STATEMENT.sub(inline, css)
         if flat != css:

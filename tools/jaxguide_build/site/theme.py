@@ -99,7 +99,7 @@ def patch_theme_script(outdir: Path) -> None:
     ):
         raise ExtensionError(
             "jaxguide_build.site: pydata-sphinx-theme.js has no single load-time tab-stop pass to "
-            "remove; did the theme change?"
+            "remove; did the theme change? (a content check: tools/jaxguide_build/patches.py)"
         )
     code = code[: calls[0].start()] + code[calls[0].end() :]
     write_atomic(outdir / "_static" / "scripts" / "pydata-sphinx-theme.js", code.encode())

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_client import AsyncKernelManager
 
+from .outputs import source
+
 if TYPE_CHECKING:  # bench/accelerator_check.py imports this module without Sphinx
     from sphinx.application import Sphinx
     from sphinx.config import Config
@@ -124,22 +126,31 @@ def trim_cache(folder: Path, keep_bytes: int = 1 << 30) -> None:
         total -= size
 
 
-def notebook_env(nb: dict[str, Any], chapter: str | None = None) -> dict[str, str]:
-    """What :data:`KERNEL_ENV` a notebook's kernel gets: all of it, with the
-    compilation cache in a folder of the chapter's own (two chapters executing at once
-    never write or read one entry at the same moment: JAX writes entries in place), or
-    none of the cache if the notebook's code looks at compilation
+def notebook_env(
+    nb: dict[str, Any],
+    chapter: str | None = None,
+    env: dict[str, str] | None = None,
+    *,
+    empty_fresh: bool = True,
+) -> dict[str, str]:
+    """What of ``env`` (by default :data:`KERNEL_ENV`) a notebook's kernel gets: all of
+    it, with the compilation cache in a folder of the chapter's own (two chapters
+    executing at once never write or read one entry at the same moment: JAX writes
+    entries in place), or none of the cache if the notebook's code looks at compilation
     (:data:`CACHE_OFF`) or the chapter is not known. The folder of a chapter whose code
-    matches :data:`CACHE_FRESH` is emptied here, before its kernel starts."""
-    code = "\n".join(
-        c.get("source", "") for c in nb.get("cells", []) if c.get("cell_type") == "code"
-    )
-    env = dict(KERNEL_ENV)
+    matches :data:`CACHE_FRESH` is emptied here, before its kernel starts, unless
+    ``empty_fresh`` is False (the notebooks' run from a wheel, tests/wheelrun.py, reads
+    back what the build compiled there).
+
+    ``nb`` is a notebook as ``nbformat`` or ``json`` reads it (a cell's source is a
+    string or a list of lines)."""
+    code = "\n".join(source(c) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+    env = dict(KERNEL_ENV if env is None else env)
     if CACHE_OFF.search(code) or ("JAX_COMPILATION_CACHE_DIR" in env and not chapter):
         return {k: v for k, v in env.items() if k not in compilation_cache_env(Path())}
     if "JAX_COMPILATION_CACHE_DIR" in env and chapter:
         folder = Path(env["JAX_COMPILATION_CACHE_DIR"]) / chapter
-        if CACHE_FRESH.search(code):
+        if empty_fresh and CACHE_FRESH.search(code):
             shutil.rmtree(folder, ignore_errors=True)
         env["JAX_COMPILATION_CACHE_DIR"] = str(folder)
     return env
@@ -184,3 +195,19 @@ def kernel_settings(app: Sphinx, config: Config) -> None:
         folder = Path(app.outdir).parent / ".jax_cache"
         trim_cache(folder)
         KERNEL_ENV.update(compilation_cache_env(folder))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m jaxguide_build.jupyter_kernels --cache-env FOLDER``: print
+    :func:`compilation_cache_env` for ``FOLDER`` as ``NAME=value`` words, for a shell
+    command's environment (the Makefile's ``make unit`` runs the unit tests with it)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m jaxguide_build.jupyter_kernels")
+    parser.add_argument("--cache-env", type=Path, required=True, metavar="FOLDER")
+    folder = parser.parse_args(argv).cache_env
+    print(" ".join(f"{k}={v}" for k, v in compilation_cache_env(folder.resolve()).items()))
+
+
+if __name__ == "__main__":
+    main()
