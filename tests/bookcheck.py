@@ -334,10 +334,6 @@ def parsed_page(book: Built, chapter: str) -> BeautifulSoup:
     return _soup(_stamp(book.html / f"{chapter}.html"))
 
 
-#: The former name of :func:`parsed_page`, which tests/test_chapter_*.py still use.
-soup = parsed_page
-
-
 def page_text(book: Built, chapter: str) -> str:
     """The text a reader sees on a chapter's page, its whitespace collapsed."""
     return _page_text(_stamp(book.html / f"{chapter}.html"))

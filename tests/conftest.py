@@ -29,9 +29,9 @@ def _compile_quickly() -> None:
     CPU, running slower", measures both), and with XLA:CPU's older loop emitters in
     place of its MLIR fusion emitters (its default), which compile a small program in
     about half the time but fuse some operations differently (a scatter, for one), so
-    the compiled text differs from a reader's. Together they took the in-process tests
-    from 210 s of CPU to 148 s (804 tests, 27 November 2026). Most of those tests' time
-    is compiling small programs; none of them times compiled code against a figure, and
+    the compiled text differs from a reader's. Most of the in-process tests' time is
+    compiling small programs (CONTRIBUTING.md, "The tests", has what these options
+    save); none of them times compiled code against a figure, and
     all of them pass with these options and without. The chapters, built with XLA's
     defaults (or a level they state on the page), are where the book reads what a
     reader's compiler does. XLA reads ``XLA_FLAGS`` once, when JAX starts its backends,
@@ -164,7 +164,7 @@ def book(_book_build: None) -> BuiltBook:
         tail = "\n".join(log.splitlines()[-80:])
         pytest.fail(f"strict book build failed (exit {code}):\n{tail}", pytrace=False)
     # Keep a copy of the log without its colours next to the build for anyone debugging.
-    (build.out / "build.log").write_text(re.sub(r"\x1b\[[0-9;]*m", "", log))
+    (build.out / "build.log").write_text(ANSI.sub("", log))
     _enter_idle_phase()
     return BuiltBook(build.out, log, build.seconds)
 

@@ -41,7 +41,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 from bookcheck import ROOT, chapters, parsed_page
-from jaxguide_build import lighthouse as jaxguide_lighthouse
+from jaxguide_build import lighthouse
 from jaxguide_build import serve as jaxguide_serve
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -77,7 +77,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-chromium_path = jaxguide_lighthouse.chromium_path
+chromium_path = lighthouse.chromium_path
 NO_CHROMIUM = (
     "no Chromium: install it with `make browser-deps` (Debian's chromium package), "
     "or set JAXGUIDE_CHROMIUM to its path."
@@ -242,7 +242,7 @@ def _report() -> dict:
         "axe_core": _axe_version(),
         # Per page Lighthouse ran on: performance per run and their median, the first
         # run's accessibility, best practices, FCP, TBT, LCP, CLS and bytes.
-        "lighthouse": {"version": jaxguide_lighthouse.version(), "pages": _LIGHTHOUSE},
+        "lighthouse": {"version": lighthouse.version(), "pages": _LIGHTHOUSE},
     }
 
 
@@ -1026,7 +1026,7 @@ def lighthouse_pages(html: Path) -> list[str]:
     """The landing page, the two heaviest chapters of the build (by the bytes of the
     page and its figures), whatever chapters the book has, and the search page (before a
     query: its script loads Pagefind and the index only when there is one)."""
-    return ["index", *jaxguide_lighthouse.heaviest(html, CHAPTERS, 2), "search"]
+    return ["index", *lighthouse.heaviest(html, CHAPTERS, 2), "search"]
 
 
 @pytest.mark.idle
@@ -1038,15 +1038,15 @@ def test_lighthouse_mobile_scores(book, site, rank):
     with gzip: performance at least 90, accessibility and best practices 100. One run;
     a performance under 90 (the simulation scales the main-thread time it observes, so
     a loaded machine scores low) is run twice more and the median of the three counts."""
-    why = jaxguide_lighthouse.missing()
+    why = lighthouse.missing()
     if why:
         pytest.fail(f"cannot run Lighthouse: {why}", pytrace=False)
     name = lighthouse_pages(book.html)[rank]
     OUT.mkdir(parents=True, exist_ok=True)
     url = site + f"{name}.html"
-    runs = [jaxguide_lighthouse.run(url, keep=OUT / f"lighthouse-{name}.json")]
+    runs = [lighthouse.run(url, keep=OUT / f"lighthouse-{name}.json")]
     if runs[0].performance < LIGHTHOUSE_MIN_PERFORMANCE:
-        runs += [jaxguide_lighthouse.run(url) for _ in range(2)]
+        runs += [lighthouse.run(url) for _ in range(2)]
     performance = statistics.median(r.performance for r in runs)
     first = runs[0]
     _LIGHTHOUSE[name] = {
@@ -1083,13 +1083,13 @@ def test_lighthouse_summary_recognises_a_failing_page():
             "total-byte-weight": {"numericValue": 123456},
         },
     }
-    result = jaxguide_lighthouse.summarise(report)
+    result = lighthouse.summarise(report)
     assert (result.performance, result.accessibility, result.best_practices) == (89, 95, 100)
     assert result.failing == ("accessibility: color-contrast",)
     assert (result.fcp_ms, result.tbt_ms, result.bytes) == (1900.0, 250.0, 123456)
     report["runtimeError"] = {"code": "NO_FCP", "message": "no paint"}
     with pytest.raises(RuntimeError, match="NO_FCP"):
-        jaxguide_lighthouse.summarise(report)
+        lighthouse.summarise(report)
 
 
 def test_heaviest_chapters_are_chosen_by_bytes(tmp_path):
@@ -1098,7 +1098,7 @@ def test_heaviest_chapters_are_chosen_by_bytes(tmp_path):
     (tmp_path / "a.html").write_text("<p>" + "a" * 3000 + "</p>")
     (tmp_path / "b.html").write_text('<img src="_images/big.png" alt="x">')
     (tmp_path / "c.html").write_text("<p>c</p>")
-    assert jaxguide_lighthouse.heaviest(tmp_path, ["a", "b", "c"], 2) == ["b", "a"]
+    assert lighthouse.heaviest(tmp_path, ["a", "b", "c"], 2) == ["b", "a"]
 
 
 # ----------------------------------------------------------------------------- features kept

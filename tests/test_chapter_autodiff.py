@@ -47,7 +47,7 @@ def test_autodiff_values(book):
 
 def test_autodiff_cross_references_and_math(book):
 
-    soup = bookcheck.soup(book, "autodiff")
+    soup = bookcheck.parsed_page(book, "autodiff")
     hrefs = {a.get("href", "").split("#")[0] for a in soup.select("a.reference")}
     for chapter in ("pytrees", "control_flow", "debugging"):
         assert f"{chapter}.html" in hrefs, chapter

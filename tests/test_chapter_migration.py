@@ -66,7 +66,7 @@ def cells(book):
 
 
 def table(book) -> dict[str, str]:
-    soup = bookcheck.soup(book, "migration")
+    soup = bookcheck.parsed_page(book, "migration")
     rows = {}
     for tr in soup.select("table tbody tr"):
         tds = tr.find_all("td")
@@ -244,7 +244,7 @@ def test_linen_side_looks_like_old_code(book):
 
 
 def test_change_log_column(book):
-    soup = bookcheck.soup(book, "migration")
+    soup = bookcheck.parsed_page(book, "migration")
     head = [th.get_text() for th in soup.select("table thead th")]
     assert head[:3] == ["Old", "Today", "Status of the old API"] and "Change log" in head[3]
     versions = {

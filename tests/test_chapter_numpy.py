@@ -235,7 +235,7 @@ def test_small_arrays(book):
 
 def test_page_shape(book):
     g = glued(book, "numpy")
-    soup = bookcheck.soup(book, "numpy")
+    soup = bookcheck.parsed_page(book, "numpy")
     text = soup.get_text(" ")
     # The machine the timings name: 8 simulated CPU devices on this build.
     assert g["setup_platform"].startswith("8 simulated CPU devices, JAX ")
@@ -313,7 +313,7 @@ def test_out_of_bounds_modes_and_links(book):
     }
     assert g["gather_read"] == [4.0]
     assert "a promise to the compiler that every index is valid" in text
-    soup = bookcheck.soup(book, "numpy")
+    soup = bookcheck.parsed_page(book, "numpy")
     hrefs = [a.get("href", "") for a in soup.select("a")]
     assert any(h.startswith("debugging.html") for h in hrefs)  # checkify
 
@@ -462,7 +462,7 @@ def test_negative_indices_wrap_before_drop(book):
     text = page_text(book, "numpy")
     assert f"competing values, {g['padded_slots_last']} here" in text
     assert f"intended {g['padded_slots_fixed']}" in text
-    hrefs = [a.get("href", "") for a in bookcheck.soup(book, "numpy").select("a")]
+    hrefs = [a.get("href", "") for a in bookcheck.parsed_page(book, "numpy").select("a")]
     assert "https://github.com/jax-ml/jax/issues/21708" in hrefs
 
 

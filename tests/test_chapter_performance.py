@@ -31,7 +31,7 @@ BIAS_BYTES = sum(SIZES[1:]) * 4
 
 
 def test_the_download_is_the_profiled_trace(book):
-    soup = bookcheck.soup(book, CH)
+    soup = bookcheck.parsed_page(book, CH)
     links = soup.select("a[download]")
     assert len(links) == 1
     href = links[0]["href"]

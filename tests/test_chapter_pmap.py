@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bookcheck import VERDICT, cell_output, glued, images, page_text, soup
+from bookcheck import VERDICT, cell_output, glued, images, page_text, parsed_page
 from jaxguide.compiled import format_bytes
 
 pytestmark = pytest.mark.book
@@ -282,7 +282,7 @@ def test_pmap_flax_replicate(book):
     # The GPU-only part names the NCCL variables and links its sources.
     text = page_text(book, "pmap")
     assert "NCCL_P2P_DISABLE=1" in text and "NCCL_DEBUG=INFO" in text
-    page = soup(book, "pmap")
+    page = parsed_page(book, "pmap")
     links = {a.get("href", "") for a in page.find_all("a")}
     assert "https://github.com/NVIDIA/nccl-tests/issues/117" in links
     assert any("docs.nvidia.com/deeplearning/nccl" in href for href in links)

@@ -23,7 +23,7 @@ def test_random_distributions(book, g):
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
     assert float(g["largest_z"]) > 0  # below 4: the claim's own bound
     assert float(g["xy_corr"]) == pytest.approx(0.8, abs=0.03)
-    soup = bookcheck.soup(book, "random")
+    soup = bookcheck.parsed_page(book, "random")
     assert len(soup.select("div.cell_output img")) >= 1
 
 
@@ -51,7 +51,7 @@ def test_random_key_reuse_checker(book, g):
     assert after.rstrip().endswith('jax.config.update("jax_debug_key_reuse", False)')
     assert g["checker_off_again"] is False
     # The checker in compiled code is in the debugging chapter: linked.
-    soup = bookcheck.soup(book, "random")
+    soup = bookcheck.parsed_page(book, "random")
     hrefs = {a.get("href", "").split("#")[0] for a in soup.select("a.reference")}
     assert "debugging.html" in hrefs
 

@@ -162,7 +162,7 @@ def test_python_runs_eager_vs_jit(book):
 
 def test_cross_references(book):
 
-    soup = bookcheck.soup(book, "transforms")
+    soup = bookcheck.parsed_page(book, "transforms")
     hrefs = [a.get("href", "") for a in soup.select("a")]
     for chapter in ("pytrees", "control_flow", "debugging"):
         assert any(h.startswith(f"{chapter}.html") for h in hrefs), chapter
