@@ -240,7 +240,7 @@ def test_out_of_bounds_and_unwritten_memory(g):
     assert g["oob_clamped"] == f"{16 - 8} to {16 - 1}"
     assert g["oob_uninit_nans"] == 4  # rows 16..19 do not exist
     assert g["unwritten_int"] == (
-        f"{-(2**31)} under interpret=True, {2**31 - 1} under TPU interpreter"
+        f"{-(2**31)} under interpret=True, {2**31 - 1} under the TPU interpreter"
     )
     assert g["unwritten_nan"] is True
 
