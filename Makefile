@@ -41,9 +41,9 @@ book: env
 	$(VENV)/bin/jupyter-book build book/
 
 # ruff, the browser's dependencies and the environment's bytecode run side by side (-j)
-# before the tests. The type check (mypy, about 40 s of one core) waits until the book
+# before the tests. The type check (mypy) waits until the book
 # is built: from then on the tests use about one core (the browser checks, then
-# Lighthouse's runs), and the session writes _build/.idle-phase (tests/conftest.py; so
+# Lighthouse's runs), and the session writes _build/.idle-phase (tests/session.py; so
 # do its idle tests and its end); mypy then runs at the lowest priority on what they
 # leave, and its report follows pytest's. Either failing fails make test.
 test: $(VENV)/.synced
@@ -56,7 +56,7 @@ test: $(VENV)/.synced
 	echo "mypy (run beside the tests' last part):"; cat _build/mypy.log; \
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
-# Every test not marked book or browser (pyproject.toml, [tool.pytest.ini_options]);
+# Every test not marked book, builds or browser (pyproject.toml, [tool.pytest.ini_options]);
 # a test that uses the built book must carry the book marker (tests/conftest.py).
 # pytest-xdist runs the tests on every core. Most of their time is XLA compiling small
 # programs, so JAX's persistent compilation cache in _build/.jax_cache_unit keeps them
@@ -67,7 +67,7 @@ test: $(VENV)/.synced
 UNIT_ENV = $(shell PYTHONPATH=tools $(VENV)/bin/python -m jaxguide_build.jupyter_kernels \
 	--cache-env $(CURDIR)/_build/.jax_cache_unit)
 unit: env
-	$(UNIT_ENV) $(VENV)/bin/python -m pytest -m "not book and not browser" -q -n auto
+	$(UNIT_ENV) $(VENV)/bin/python -m pytest -m "not book and not browser and not builds" -q -n auto
 
 # ruff (lint and format check) over the Python sources, mypy over the package, the
 # build tooling in tools/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).

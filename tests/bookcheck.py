@@ -138,8 +138,9 @@ def jupyter_book(
 
 
 # Fixtures that build or execute the whole book (tests/conftest.py): a test that uses one
-# must be marked ``book``, so that ``make unit`` (-m "not book and not browser") never
-# builds the book.
+# must be marked ``book``, so that ``make unit`` (-m "not book and not browser and not
+# builds") never builds the book. (Tests that build a small book of their own, from
+# ``book_copy`` or a folder of their own, are marked ``builds``: make unit skips them too.)
 BOOK_FIXTURES = ("book", "wheel_notebooks")
 
 

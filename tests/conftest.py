@@ -1,10 +1,20 @@
+"""The test session's fixtures and hooks.
+
+Importing this file sets up JAX for the in-process tests (8 simulated CPU devices,
+quick compilation: :func:`_compile_quickly`). A session that collects a test of the built
+book starts the strict build of the whole book in the background at its first test, and
+the notebooks' run from a wheel if a test asks for it; tests/session.py draws that
+timeline and holds its machinery. The fixtures here hand out the results: ``book`` (the
+built book, waited for), ``wheel_notebooks``, ``book_copy``. The hooks check the
+markers (a test that uses the built book must be marked ``book``), order the tests
+(tests/bookcheck.py: ``suite_order``) and summarise the browser checks.
+"""
+
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,9 +61,11 @@ def _compile_quickly() -> None:
 
 _compile_quickly()
 
+import session
 import wheelrun
-from bookbuild import BookBuild
 from bookcheck import ROOT, suite_order, unmarked_book_tests
+from jaxguide_build.outputs import ANSI
+from session import enter_idle_phase
 
 
 class BuiltBook:
@@ -92,57 +104,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = suite_order(items)
 
 
-#: How much lower the tests' own CPU priority is than the book build's (os.nice, from the
-#: moment the build starts): the build, which every book test waits for, keeps both
-#: cores, and the tests that need no book fill the time it leaves. Linux keeps a niceness
-#: per thread: this lowers the thread that runs the tests and what it starts afterwards
-#: (Chromium, the small builds of the tools' tests). The build's process and the thread of
-#: the notebooks' run from a wheel, both started before, keep the normal priority, and
-#: with it the wheel run's kernels. A thread cannot raise its priority again: the tests
-#: keep the lower one to the end of the session (the ``idle`` tests run alone anyway).
-TESTS_NICENESS = 5
-
-
-def _needs(items: list[pytest.Item], fixture: str) -> bool:
-    return any(fixture in getattr(item, "fixturenames", ()) for item in items)
-
-
-_BUILD: dict[str, BookBuild] = {}
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _book_build(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[None]:
-    """Start the strict build of the whole book (:class:`bookbuild.BookBuild`) at the
-    session's first test, in the background, when any collected test needs it; the
-    tests that need no book run meanwhile (tests/bookcheck.py: suite_order), at a lower
-    priority (TESTS_NICENESS). When the session also runs the notebooks from a wheel,
-    their environment is made during the build and they execute once the build's
-    chapters have, while Sphinx writes the pages, with the compilation cache it filled
-    (tests/wheelrun.py)."""
-    items = request.session.items
-    if os.environ.get("JAXGUIDE_TEST_BUILD") or not _needs(items, "book"):
-        yield
-        return
-    if _needs(items, "wheel_notebooks"):
-        wheelrun.start(tmp_path_factory.mktemp("wheel"), wait_for_book=True)
-    build = BookBuild(tmp_path_factory.mktemp("book"))
-    _BUILD["build"] = build
-    os.nice(TESTS_NICENESS)
-    threading.Thread(target=_tell_the_wheel_run, args=(build,), daemon=True).start()
+    """At the session's first test, start what the session needs in the background: the
+    strict build of the whole book and the notebooks' run from a wheel
+    (tests/session.py has the timeline)."""
+    session.start(request.session.items, tmp_path_factory)
     yield
-    build.stop()
-
-
-def _tell_the_wheel_run(build: BookBuild) -> None:
-    """Tell the wheel run (wheelrun.book_built) that the build's chapters have executed,
-    as soon as its log says so, or the build has ended, or it has run out of time."""
-    seconds: dict[str, float] = {}
-    try:
-        seconds = build.wait_for_execution()
-    finally:
-        wheelrun.book_built(build.cache, seconds)
+    session.stop()
 
 
 @pytest.fixture(scope="session")
@@ -154,7 +125,8 @@ def book(_book_build: None) -> BuiltBook:
     reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
     if reuse:
         return BuiltBook(Path(reuse), "", 0.0)
-    build = _BUILD["build"]
+    build = session.build()
+    assert build is not None, "the book fixture was used but no build was started"
     try:
         code = build.wait()
     except TimeoutError as err:
@@ -165,7 +137,7 @@ def book(_book_build: None) -> BuiltBook:
         pytest.fail(f"strict book build failed (exit {code}):\n{tail}", pytrace=False)
     # Keep a copy of the log without its colours next to the build for anyone debugging.
     (build.out / "build.log").write_text(ANSI.sub("", log))
-    _enter_idle_phase()
+    session.enter_idle_phase()
     return BuiltBook(build.out, log, build.seconds)
 
 
@@ -192,25 +164,13 @@ def wheel_notebooks(tmp_path_factory: pytest.TempPathFactory) -> wheelrun.WheelR
     return wheelrun.result()
 
 
-#: Written once the session's book is built (from then on the tests leave part of the
-#: machine idle: the browser checks and Lighthouse use about one core), when the
-#: ``idle`` tests start, or when the session ends: ``make test`` starts the type check
-#: then, at the lowest priority, on what they leave free (Makefile, ``test``).
-IDLE_PHASE = ROOT / "_build" / ".idle-phase"
-
-
-def _enter_idle_phase() -> None:
-    IDLE_PHASE.parent.mkdir(parents=True, exist_ok=True)
-    IDLE_PHASE.touch()
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("idle") is not None and not IDLE_PHASE.exists():
-        _enter_idle_phase()
+    if item.get_closest_marker("idle") is not None:
+        session.enter_idle_phase()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    _enter_idle_phase()
+    enter_idle_phase()
 
 
 _SESSION_START = time.time()

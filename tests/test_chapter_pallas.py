@@ -324,3 +324,9 @@ def test_dynamic_index_in_a_loop(g):
     assert g["dynamic_index_values"].startswith("NotImplementedError")
     # eight rows of ones times ones, summed by the loop
     assert list(g["dynamic_index_refs"]) == ["lowers", 8.0]
+
+
+def test_num_programs_per_grid(g):
+    """jax#40847: each call of one kernel function sees its own grid's size (the grids the
+    cell uses, in order)."""
+    assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3))

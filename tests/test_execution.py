@@ -107,7 +107,7 @@ def make_repo(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.book
+@pytest.mark.builds
 def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     repo = make_repo(tmp_path)
     log, _ = build(repo)
@@ -168,7 +168,7 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
 FAILING = USES_TIMING_ONLY.replace('print("formatted:"', 'print(1 / 0)\nprint("formatted:"')
 
 
-@pytest.mark.book
+@pytest.mark.builds
 def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path):
     repo = make_repo(tmp_path)
     (repo / "book" / "b.md").write_text(FAILING)
@@ -190,7 +190,7 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     assert "formatted: 1.5 ms" in (repo / "_build/html/b.html").read_text()
 
 
-@pytest.mark.book
+@pytest.mark.builds
 def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_path, monkeypatch):
     """The build's kernel manager: IPC transport, sockets and connection file in a
     fresh private folder (two at once never share one), removed at shutdown; the
@@ -228,7 +228,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     assert seen[1] == str(tmp_path / "jc" / "chapter") and seen[3] == "none"
 
 
-@pytest.mark.book
+@pytest.mark.builds
 def test_run_notebook_uses_private_ipc_sockets_and_stops_its_kernel(tmp_path, monkeypatch):
     """jupyter_kernels.RUN_NOTEBOOK, which the notebooks' runs outside the build execute with:
     the kernel runs in the folder asked for, over IPC sockets (never a TCP port another

@@ -7,7 +7,7 @@ import pytest
 from bookcheck import MYST_HEADER, assert_quiet, jupyter_book
 from jaxguide_build.execution import longest_first
 
-pytestmark = pytest.mark.book
+pytestmark = pytest.mark.builds
 
 PAGE = (
     MYST_HEADER
