@@ -157,10 +157,10 @@ def unmarked_book_tests(items: list) -> list[str]:
 def suite_order(items: list) -> list:
     """The collected tests in the order that keeps this 2-core machine's cores busy.
 
-    The book builds in the background from the session's first test (tests/conftest.py),
+    The book builds in the background from the session's first test (tests/session.py),
     so the tests that need no book run first, beside it. Then the tests of the built book;
-    the notebooks' run from a wheel (tests/wheelrun.py) executes every chapter in the
-    background meanwhile, two at a time, so the tests that read its result come after
+    the notebooks' run from a wheel (tests/wheelrun.py) executes its chapters in the
+    background meanwhile, so the tests that read its result come after
     those. The browser checks that open every page run in a thread of their own from the
     first browser test on (tests/test_browser.py: ``background``), so the tests that read
     their results come after the other tests of the built book. The tests marked ``idle``

@@ -142,7 +142,8 @@ def result() -> WheelRun:
 
 def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelRun:
     """Build the wheel, make the environment, import every module of the package
-    there, then run the chosen notebooks (:func:`chosen`), two at a time.
+    there, then run the chosen notebooks (:func:`chosen`), two at a time (one at a time
+    with ``wait_for_book``).
 
     With ``wait_for_book``, the notebooks start only when the session's book build has
     executed its chapters (:func:`book_built`), and each gets JAX's persistent compilation cache in the folder the build
@@ -198,14 +199,17 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     def uses_cache(nb: Path) -> bool:
         return "JAX_COMPILATION_CACHE_DIR" in env_for(nb)
 
-    # Longest first, two at a time (this machine has 2 cores): the last to start is short.
+    # Longest first (the last to start is short), two at a time on this 2-core machine;
+    # one at a time after the session's book build, whose Sphinx, writing the pages then,
+    # is what the tests wait for: it keeps a core of its own.
+    at_once = 1 if wait_for_book else 2
     pending = sorted(
         (work / f"{c}.ipynb" for c in chapters),
         key=lambda nb: (-expected_seconds(nb, uses_cache(nb)), nb.name),
     )
 
     while pending or procs:
-        while pending and len(procs) < 2:
+        while pending and len(procs) < at_once:
             nb = pending.pop(0)
             handles[nb.stem] = (logs / f"{nb.stem}.log").open("w")
             procs[nb.stem] = subprocess.Popen(

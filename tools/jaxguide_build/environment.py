@@ -68,6 +68,11 @@ def wheel_environment(tmp: Path, jax: str | None = None) -> Path:
     jaxguide wheel built from this checkout (into ``tmp/dist``), ipykernel and nbclient,
     and every package at its version in ``uv.lock``; its Python.
 
+    Nothing is byte-compiled at install (uv's ``--compile-bytecode`` took about 30 s of
+    CPU, for every module of every package): run the environment's processes without
+    ``PYTHONDONTWRITEBYTECODE``, and the first to import a module writes its bytecode for
+    the others (about 2 s of CPU for what a notebook imports).
+
     Args:
         tmp: an empty folder of the caller's; it also gets the constraints file.
         jax: a version for jax and jaxlib instead of the locked one. It overrides
@@ -97,9 +102,6 @@ def wheel_environment(tmp: Path, jax: str | None = None) -> Path:
         "pip",
         "install",
         "--quiet",
-        # Byte-compiled now, once, rather than by every kernel that imports JAX (each
-        # would, where PYTHONDONTWRITEBYTECODE is set).
-        "--compile-bytecode",
         "--python",
         str(python),
         "-c",
