@@ -27,6 +27,10 @@ PAGE = """<html><body><nav>Chapter list</nav>
 <ul><li>Why? Answered in <a class="reference internal" href="#chapter-first">First part</a>,
 and <a class="reference internal" href="other.html#elsewhere">elsewhere</a>.</li></ul></section>
 <section id="exercise-content"><p>An exercise without a heading of its own.</p></section>
+<div class="cell tag_remove-input"><div class="cell_input"><pre>glue("hidden", 1)</pre></div>
+<div class="cell_output"><pre>shown output</pre></div></div>
+<details><summary class="toggle-details__summary">Show</summary><p>Folded words.</p></details>
+<script>var x = 1;</script><button>Copy</button>
 </section>
 </article></body></html>"""
 
@@ -49,6 +53,10 @@ def test_each_section_is_a_record_with_its_own_content():
     assert "headerlink" not in part.html and "Chapter list" not in first.html
     # A section without a heading stays in its parent's record.
     assert "An exercise" in first.html
+    # A hidden input's code is left out, its output kept; so are scripts and buttons.
+    assert "shown output" in first.html and "glue(" not in first.html
+    assert "Folded words" in first.html and "Show" not in first.html
+    assert "var x" not in first.html and "Copy" not in first.html
     # Questions lists weigh less than a section's own words.
     assert 'data-pagefind-weight="0.5"' in questions.html
     assert "data-pagefind-weight" not in part.html
@@ -57,6 +65,32 @@ def test_each_section_is_a_record_with_its_own_content():
     assert {"first-part", "chapter-first"} <= part.ids and "deeper" not in part.ids
     assert questions.links == ("pytrees.html#chapter-first", "other.html#elsewhere")
     assert part.links == ()
+
+
+def test_elements_left_out_are_those_of_the_css_selector():
+    from bs4 import BeautifulSoup
+
+    article = BeautifulSoup(PAGE, "html.parser").article
+    assert search._not_text(article) == article.select(search._NOT_TEXT)
+    assert len(search._not_text(article)) >= 8
+
+
+def test_unchanged_pages_are_read_from_the_memo(tmp_path, monkeypatch):
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / "pytrees.html").write_text(PAGE)
+    (tmp_path / "html" / "other.html").write_text(PAGE.replace("First part", "Second part"))
+    memo = tmp_path / search.SECTIONS_MEMO
+    first = search.page_records(tmp_path / "html", ["pytrees", "other", "gone"], memo)
+    assert len(first) == 8 and memo.is_file()
+    parsed = []
+    real = search.sections
+    monkeypatch.setattr(search, "sections", lambda t, p: parsed.append(p) or real(t, p))
+    (tmp_path / "html" / "other.html").write_text(PAGE.replace("First part", "Third part"))
+    again = search.page_records(tmp_path / "html", ["pytrees", "other", "gone"], memo)
+    assert parsed == ["other"]  # the unchanged page comes from the memo
+    assert again[:4] == first[:4] and again[5].title == "3.1. Third part"
+    memo.write_bytes(b"damaged")
+    assert search.page_records(tmp_path / "html", ["pytrees"], memo) == first[:4]
 
 
 def test_questions_lists_lead_to_the_records_they_link_to():

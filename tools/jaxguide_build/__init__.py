@@ -58,6 +58,7 @@ file or folder                     written by            what it holds
 ``.jaxguide-css-originals/``       ``site.stylesheets``  the stylesheets before purging
 ``html/.jaxguide-purged-css``      ``site.stylesheets``  which stylesheets were purged
 ``.jaxguide-search-digest``        ``site.search``       what the search index was built from
+``.jaxguide-search-records.pkl``   ``site.search``       each page's search records, by digest
 =================================  ====================  ===========================================
 
 The tests add ``.jax_cache_unit/`` (``make unit``'s compilation cache), ``.idle-phase``
