@@ -329,6 +329,12 @@ def _page_text(stamp: tuple[str, int, int]) -> str:
     return " ".join(_soup(stamp).get_text(" ").split())
 
 
+def parsed_file(path: Path) -> BeautifulSoup:
+    """A built HTML file, parsed once per version of the file (every caller shares it:
+    read it, do not change it)."""
+    return _soup(_stamp(path))
+
+
 def parsed_page(book: Built, chapter: str) -> BeautifulSoup:
     """A chapter's page, parsed once per build (every caller shares it: read it, do not
     change it)."""

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from bs4 import BeautifulSoup
 
-from bookcheck import chapters, load, parsed_page, problems
+from bookcheck import chapters, load, page_text, parsed_page, problems
 
 pytestmark = pytest.mark.book
 
 CHAPTERS = [c for c in chapters() if c not in ("index", "questions", "report")]
-
-
-def text_of(html: str) -> str:
-    return BeautifulSoup(html, "html.parser").get_text(" ")
 
 
 def test_every_toc_page_is_built(book):
@@ -49,6 +44,6 @@ def test_raises_exception_cells_show_their_error_in_html(book, chapter):
         for o in c["outputs"]
         if o["output_type"] == "error"
     ]
-    html = text_of(book.page(chapter))
+    html = page_text(book, chapter)
     for ename in expected:
         assert ename in html, f"{ename} not shown in {chapter}.html"

@@ -40,7 +40,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from bookcheck import ROOT, chapters, parsed_page
+from bookcheck import ROOT, chapters, parsed_file, parsed_page
 from jaxguide_build import lighthouse
 from jaxguide_build import serve as jaxguide_serve
 
@@ -487,10 +487,7 @@ def code_colour_pages(html: Path) -> tuple[str, ...]:
     on the thousands of coloured tokens of a chapter's code, which repeat the same few
     dozen colours on every page: it checks code and outputs on these pages only (in
     light and dark mode), and every other page without them."""
-    pages = {
-        p.stem: highlight_kinds(BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser"))
-        for p in sorted(html.glob("*.html"))
-    }
+    pages = {p.stem: highlight_kinds(parsed_file(p)) for p in sorted(html.glob("*.html"))}
     left = set().union(*pages.values())
     chosen: list[str] = []
     while left:
@@ -502,7 +499,7 @@ def code_colour_pages(html: Path) -> tuple[str, ...]:
 
 @functools.cache
 def _ids(html_file: Path) -> frozenset[str]:
-    soup = BeautifulSoup(html_file.read_text(encoding="utf-8"), "html.parser")
+    soup = parsed_file(html_file)
     return frozenset(
         [t["id"] for t in soup.select("[id]")] + [t["name"] for t in soup.select("a[name]")]
     )

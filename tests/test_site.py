@@ -15,7 +15,7 @@ import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from bookcheck import ROOT, chapters, parsed_page
+from bookcheck import ROOT, chapters, parsed_file, parsed_page
 from jaxguide._wcag import contrast
 from jaxguide_build.site import bundle, memo, pages, stylesheets, theme
 
@@ -62,9 +62,8 @@ def test_footer_names_the_licence(book):
 
 @pytest.mark.book
 def test_not_found_page_links_home_absolutely(book):
-    page = (book.html / "404.html").read_text()
     base = CONFIG["html"]["baseurl"]
-    soup = BeautifulSoup(page, "html.parser")
+    soup = parsed_file(book.html / "404.html")
     links = [a["href"] for a in soup.select("a[href]")]
     assert links and all(h.startswith(base) for h in links), links
     assert base in links and f"{base}search.html" in links
