@@ -27,10 +27,9 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 
 # The environment's bytecode: every build imports Sphinx and every chapter's kernel
 # imports JAX; where PYTHONDONTWRITEBYTECODE is set (CI, some sandboxes) each would
-# compile those sources again (about 3 s of CPU per build and per kernel;
-# CONTRIBUTING.md, "Build times"). Only what the build and the tests import
-# (tools/compile_env.py): 20 s of CPU, where compileall over the whole environment
-# took 58. A step of its own so that make test runs it beside lint.
+# compile those sources again (bench/reports/build-times-2026-11.md measures it). Only
+# what the build and the tests import (tools/compile_env.py says why). A step of its
+# own so that make test runs it beside lint.
 $(VENV)/.compiled: $(VENV)/.synced tools/compile_env.py
 	$(VENV)/bin/python tools/compile_env.py
 	touch $@
@@ -117,7 +116,7 @@ notebooks: env
 
 # Every Colab notebook run top to bottom from a wheel in a clean environment, and its
 # outputs compared with a strict build's (make test runs a sample: tests/wheelrun.py).
-# About 8 minutes on 2 cores, on top of the build.
+# Several minutes on top of the build.
 notebooks-check: env
 	JAXGUIDE_WHEEL_RUN=all $(VENV)/bin/python -m pytest -q \
 		tests/test_notebooks.py tests/test_reproducible.py
