@@ -154,8 +154,7 @@ def test_tpu_tile_table(g):
     busy_v6e = [
         b
         for b in sizes
-        if intensity(size, b) >= v6e.critical_intensity("bf16")
-        and vmem(b, 256) < v6e.onchip_bytes
+        if intensity(size, b) >= v6e.critical_intensity("bf16") and vmem(b, 256) < v6e.onchip_bytes
     ]
     assert g["v6e_first_busy"] == busy_v6e[0] == 2048
     assert g["tile_2048_mib"] == vmem(2048, 256) // MiB == 36
@@ -163,7 +162,9 @@ def test_tpu_tile_table(g):
     # a tile fits when it leaves some VMEM free: with bk = 1024, 1024 needs all 16 MiB
     v4_fits = [b for b in sizes if vmem(b, 256) < 16 * MiB]
     assert g["v4_largest_fit"] == v4_fits[-1] == 1024
-    assert g["tile_1024_mib"] == f"{vmem(1024, 256) // MiB} MiB against {vmem(1024, 1024) // MiB} MiB"
+    assert (
+        g["tile_1024_mib"] == f"{vmem(1024, 256) // MiB} MiB against {vmem(1024, 1024) // MiB} MiB"
+    )
     assert g["tile_1024_mib"] == "10 MiB against 16 MiB"
     # the intensity the reviewer computed for bm = bn = 1024: 482
     assert round(intensity(size, 1024)) == 482
@@ -254,7 +255,10 @@ def test_vmem_limit_and_the_gpu_api(g):
     # the Mosaic GPU matmul: plgpu.kernel + emit_pipeline, lowered, not run
     assert g["gpu_matmul_lowered"] == "mosaic_gpu_v2, 0 warnings"
     # 128 bytes of swizzle hold 128 / 4 = 32 float32: 64 columns do not match
-    assert g["gpu_matmul_f32"] == f"ValueError: Swizzle 128 requires the trailing dimension to be of size {128 // 4}"
+    assert (
+        g["gpu_matmul_f32"]
+        == f"ValueError: Swizzle 128 requires the trailing dimension to be of size {128 // 4}"
+    )
     assert g["gpu_matmul_interpret"].startswith("NotImplementedError")
 
 
