@@ -55,7 +55,8 @@ def test_first_kernel_adds_and_each_program_writes_its_block(g):
 
 
 def test_tiled_matmul_is_within_the_stated_tolerance(g, text):
-    assert (num(g, "matmul_atol"), num(g, "matmul_rtol")) == (1e-4, 1e-5)
+    assert num(g, "matmul_atol") == 1e-4
+    assert "matmul_rtol" not in g  # no relative term: the estimate scales already
     assert 0 < num(g, "worst_tile_error") < num(g, "matmul_atol")
     # bk = k: a single step, the same sum as jnp.dot's, to the bit
     assert num(g, "one_step_error") == 0.0
@@ -125,37 +126,69 @@ def test_buffered_and_bfloat16(g):
 
 def test_onchip_memory_table_matches_hardware(g):
     expected = {"TPU v4": 16, "TPU v5e": 128, "TPU v5p": 64, "TPU v6e": 128}
-    assert g["vmem_sizes"] == {**expected, "TPU 7x": 64}
+    assert g["vmem_sizes"] == {**expected, "TPU 7x": 64, "TPU 8i": 192}
     for name, size in expected.items():
         assert hardware.chip(name).onchip_bytes == size * MiB
     assert g["h100_smem_kib"] == 228
 
 
 def intensity(size: int, b: int) -> float:
-    """2 n^3 FLOPs over A read n/b times, B n/b times, C written once, bfloat16."""
+    """2 n^3 FLOPs over A read n/b times, B n/b times, C written once, bfloat16.
+
+    bk does not appear: it changes how the reads are cut, not how many there are."""
     hbm = 2 * size * size * (size // b) * BF16 + size * size * BF16
     return 2 * size**3 / hbm
 
 
+def vmem(b: int, bk: int) -> int:
+    """Two bf16 copies of the (b, bk), (bk, b) and (b, b) tiles, a float32 accumulator."""
+    return 2 * (2 * b * bk + b * b) * BF16 + 4 * b * b
+
+
 def test_tpu_tile_table(g):
-    size = 8192
+    size, sizes = 8192, (128, 256, 512, 1024, 2048)
     v5e, v6e = hardware.chip("TPU v5e"), hardware.chip("TPU v6e")
     assert g["v5e_critical"] == round(1.97e14 / 8.1e11) == 243
-    busy_v5e = [b for b in (128, 256, 512, 1024, 2048) if intensity(size, b) >= 243.2]
+    busy_v5e = [b for b in sizes if intensity(size, b) >= 243.2]
     assert g["first_busy_v5e"] == busy_v5e[0] == 512
     busy_v6e = [
         b
-        for b in (128, 256, 512, 1024, 2048)
-        if intensity(size, b) >= v6e.critical_intensity("bf16")
-        # two bf16 copies of A, B and C tiles and a float32 accumulator
-        and 2 * 3 * b * b * BF16 + 4 * b * b < v6e.onchip_bytes
+        for b in sizes
+        if intensity(size, b) >= v6e.critical_intensity("bf16") and vmem(b, 256) < v6e.onchip_bytes
     ]
     assert g["v6e_first_busy"] == busy_v6e[0] == 2048
-    assert g["tile_2048_mib"] == (2 * 3 * 2048 * 2048 * BF16 + 4 * 2048 * 2048) // MiB == 64
-    # a tile fits when it leaves some VMEM free: 1024 needs all 16 MiB of a v4
-    v4_fits = [b for b in (128, 256, 512, 1024) if 2 * 3 * b * b * BF16 + 4 * b * b < 16 * MiB]
-    assert g["v4_largest_fit"] == v4_fits[-1] == 512
+    assert g["tile_2048_mib"] == vmem(2048, 256) // MiB == 36
+    assert vmem(2048, 256) < 64 * MiB  # within a v5p's VMEM
+    # a tile fits when it leaves some VMEM free: with bk = 1024, 1024 needs all 16 MiB
+    v4_fits = [b for b in sizes if vmem(b, 256) < 16 * MiB]
+    assert g["v4_largest_fit"] == v4_fits[-1] == 1024
+    assert (
+        g["tile_1024_mib"] == f"{vmem(1024, 256) // MiB} MiB against {vmem(1024, 1024) // MiB} MiB"
+    )
+    assert g["tile_1024_mib"] == "10 MiB against 16 MiB"
+    # the intensity the reviewer computed for bm = bn = 1024: 482
+    assert round(intensity(size, 1024)) == 482
     assert v5e.onchip_bytes == 128 * MiB
+
+
+def test_pallas_table_and_its_peaks(g):
+    # Pallas's tpu_info, per core: bf16 FLOP/s over HBM bytes/s (read independently)
+    from jax.experimental.pallas import tpu as pltpu
+
+    crit = {}
+    for v in ("v4", "v5e", "v5p", "v6e"):
+        info = pltpu.get_tpu_info_for_chip(pltpu.ChipVersion(v), 1)
+        crit[v] = round(info.bf16_ops_per_second / info.mem_bw_bytes_per_second)
+    assert g["pallas_critical"] == ", ".join(f"{v} {c}" for v, c in crit.items())
+    assert crit == {"v4": 224, "v5e": 240, "v5p": 187, "v6e": 561}
+    # the first busy tile is the same with either table's figures
+    for v, c in crit.items():
+        book = hardware.chip(f"TPU {v}").critical_intensity("bf16")
+        first = [b for b in (128, 256, 512, 1024, 2048) if intensity(8192, b) >= c]
+        assert first[0] == [b for b in (128, 256, 512, 1024, 2048) if intensity(8192, b) >= book][0]
+    assert g["v5p_bandwidths"] == "2.46 TB/s against 2.8 TB/s"
+    assert g["v8i_row"] == "2 TensorCores with 192 MiB"
+    assert set(g["vmem_sizes"]) >= {"TPU 7x", "TPU 8i"}
 
 
 def test_gpu_tile_table(g):
@@ -213,14 +246,30 @@ def test_causal_index_map_copies_only_needed_blocks(g):
 
 def test_vmem_limit_and_the_gpu_api(g):
     assert g["vmem_asked"] == "64 MiB"
-    # the flag the page names is the one CompilerParams's source names
+    # the sentence the page quotes is in CompilerParams's source, word for word
     core = Path(jax.__file__).parent / "_src/pallas/mosaic/core.py"
-    assert g["vmem_doc_flag"] in core.read_text()
+    assert " ".join(g["vmem_doc_must"].split()) in " ".join(core.read_text().split())
+    assert "must be used in conjunction" in g["vmem_doc_must"]
     # the warning, its double backticks removed for the prose
     assert g["gpu_deprecated"] == "Using pl.pallas_call for Mosaic GPU kernels is deprecated"
-    assert g["plgpu_lowered"] == "custom call mosaic_gpu_v2, 0 warnings"
-    # a reduction into the output, marked sequential or not: Mosaic GPU both ways
-    assert g["gpu_sequential"] == "mosaic_gpu_v2"
+    # the Mosaic GPU matmul: plgpu.kernel + emit_pipeline, lowered, not run
+    assert g["gpu_matmul_lowered"] == "mosaic_gpu_v2, 0 warnings"
+    # 128 bytes of swizzle hold 128 / 4 = 32 float32: 64 columns do not match
+    assert (
+        g["gpu_matmul_f32"]
+        == f"ValueError: Swizzle 128 requires the trailing dimension to be of size {128 // 4}"
+    )
+    assert g["gpu_matmul_interpret"].startswith("NotImplementedError")
+
+
+def test_partial_blocks_and_debugging(g):
+    # 1000 rows in blocks of 128: the padding of the last block is NaN in both interpreters
+    assert g["ragged_unmasked"] == "128 under interpret=True, 128 under TPU interpreter"
+    assert g["ragged_masked"] == "2 of 2 cases pass"
+    # sqrt of -0 .. -2047: all but -0 are NaN, with no check made by the interpreter
+    assert g["debug_nan_out"] == 16 * 128 - 1
+    sizes = dict(item.rsplit(" ", 1) for item in g["debug_lowered"].split(", "))
+    assert int(sizes["debug checks"]) > int(sizes["neither"]) < int(sizes["poison"])
 
 
 def test_shipped_kernel_scalar_prefetch_and_aliases(g, text):
@@ -269,8 +318,8 @@ def test_timings_are_glued_and_questions_run(g):
 
 def test_exercises(g):
     assert g["ex_softmax"] is True
-    # float32 tiles: 2 (2 b^2 + b^2) 4 + 4 b^2 = 28 b^2 bytes within 128 MiB
-    fits = [b for b in (128, 256, 512, 1024, 2048, 4096) if 28 * b * b <= 128 * MiB]
+    # float32 tiles, bk = 512: 2 (2 * 512 b + b^2) 4 + 4 b^2 bytes within 128 MiB
+    fits = [b for b in (512, 1024, 2048, 4096) if 8 * (1024 * b + b * b) + 4 * b * b <= 128 * MiB]
     assert g["ex_tile"] == fits[-1] == 2048
 
 
