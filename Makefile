@@ -63,10 +63,10 @@ test: $(VENV)/.synced
 # kernels get (compilation_cache_env in tools/jaxguide_build/jupyter_kernels.py, which
 # says why they are what they are). Tests that start several JAX processes run without
 # the cache (tests/conftest.py).
-UNIT_ENV = $(shell PYTHONPATH=tools $(VENV)/bin/python -m jaxguide_build.jupyter_kernels \
-	--cache-env $(CURDIR)/_build/.jax_cache_unit)
 unit: env
-	$(UNIT_ENV) $(VENV)/bin/python -m pytest -m "not book and not browser and not builds" -q -n auto
+	@cache_env="$$($(VENV)/bin/python -m jaxguide_build.jupyter_kernels \
+		--cache-env $(CURDIR)/_build/.jax_cache_unit)" || exit 1; \
+	env $$cache_env $(VENV)/bin/python -m pytest -m "not book and not browser and not builds" -q -n auto
 
 # ruff (lint and format check) over the Python sources, mypy over the package, the
 # build tooling in tools/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).

@@ -68,10 +68,10 @@ def wheel_environment(tmp: Path, jax: str | None = None) -> Path:
     jaxguide wheel built from this checkout (into ``tmp/dist``), ipykernel and nbclient,
     and every package at its version in ``uv.lock``; its Python.
 
-    Nothing is byte-compiled at install (uv's ``--compile-bytecode`` took about 30 s of
-    CPU, for every module of every package): run the environment's processes without
-    ``PYTHONDONTWRITEBYTECODE``, and the first to import a module writes its bytecode for
-    the others (about 2 s of CPU for what a notebook imports).
+    Nothing is byte-compiled at install (uv's ``--compile-bytecode`` compiles every
+    module of every package): run the environment's processes without
+    ``PYTHONDONTWRITEBYTECODE``, and the first to import a module writes its bytecode
+    for the others, for what they import only (bench/reports/make-test-2026-11.md).
 
     Args:
         tmp: an empty folder of the caller's; it also gets the constraints file.

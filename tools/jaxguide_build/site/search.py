@@ -37,6 +37,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bs4 import BeautifulSoup, Tag
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -48,8 +49,9 @@ logger = logging.getLogger(__name__)
 #: The folder of the index in the site.
 FOLDER = "pagefind"
 ALIASES = "jaxguide-aliases.json"
-# Changed when what is written beside the index changes, so that the index is written again.
-TABLES_FORMAT = "aliases, negated, answers by id"
+# This module's code: what it writes (the records, the tables beside the index) is tied
+# to it, so that a change here writes them again.
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 #: The migration appendix, whose table maps old names to today's.
 MIGRATION = "migration"
 
@@ -61,22 +63,20 @@ _BOOK_SEARCH = '<script defer src="_static/jaxguide-search.js"></script>\n'
 _BOOK_SCRIPT = re.compile(
     r'[ \t]*<script[^>]* src="(?:\.\./)*_static/jaxguide-search\.js[^"]*"></script>\n?'
 )
-# Elements whose text is not the section's: permalinks, buttons, scripts, the build's
-# provenance box, the hidden bookkeeping cells, math's TeX source (the MathML is kept).
-# As a CSS selector; :func:`_not_text` matches the same elements in one pass over the tree
-# (soupsieve's select took half as long as parsing the page).
-_NOT_TEXT = (
-    "a.headerlink, script, style, button, summary, .jaxguide-provenance, "
-    "div.cell.tag_remove-input .cell_input, div.cell.tag_hide-input .cell_input, "
-    "annotation, .toggle-details__summary"
-)
+# Elements whose text is not the section's (:func:`_not_text`): permalinks, buttons,
+# scripts, the build's provenance box, the hidden bookkeeping cells' code, math's TeX
+# source (the MathML is kept).
 _NOT_TEXT_TAGS = frozenset({"script", "style", "button", "summary", "annotation"})
 _NOT_TEXT_CLASSES = frozenset({"jaxguide-provenance", "toggle-details__summary"})
 _HIDDEN_INPUT = frozenset({"tag_remove-input", "tag_hide-input"})
 
 
-def _not_text(article):  # type: ignore[no-untyped-def]
-    """The elements of ``article`` (BeautifulSoup) that :data:`_NOT_TEXT` selects."""
+def _not_text(article: Tag) -> list[Tag]:
+    """The elements of ``article`` whose text is not its section's: ``a.headerlink``,
+    ``script``, ``style``, ``button``, ``summary``, ``annotation``,
+    ``.jaxguide-provenance``, ``.toggle-details__summary``, and the ``.cell_input`` of a
+    ``div.cell.tag_remove-input`` or ``div.cell.tag_hide-input`` (one pass over the tree:
+    soupsieve's CSS selection of the same took half as long as parsing the page)."""
     found = []
     for tag in article.find_all(True):
         classes = tag.get("class") or ()
@@ -90,7 +90,7 @@ def _not_text(article):  # type: ignore[no-untyped-def]
     return found
 
 
-def _in_hidden_input_cell(tag) -> bool:  # type: ignore[no-untyped-def]
+def _in_hidden_input_cell(tag: Tag) -> bool:
     for parent in tag.parents:
         classes = parent.get("class") or ()
         if parent.name == "div" and "cell" in classes and not _HIDDEN_INPUT.isdisjoint(classes):
@@ -130,17 +130,23 @@ class Section:
         )
 
 
-def _text(tag) -> str:  # type: ignore[no-untyped-def]
+def _text(tag: Tag) -> str:
     return " ".join(tag.get_text(" ").split())
 
 
-def headed_sections(article):  # type: ignore[no-untyped-def]
+def heading_of(section: Tag) -> Tag | None:
+    """The heading of ``section`` itself (a child ``<h1>`` to ``<h6>``), if it has one."""
+    heading = section.find(_HEADING, recursive=False)
+    return heading if isinstance(heading, Tag) else None
+
+
+def headed_sections(article: Tag) -> list[Tag]:
     """The ``<section>`` elements of ``article`` (BeautifulSoup) that have an id and a
     heading of their own: the records of the index, in the page's order."""
     return [
         s
         for s in article.find_all("section")
-        if s.find(_HEADING, recursive=False) is not None and s.get("id")
+        if isinstance(s, Tag) and heading_of(s) is not None and s.get("id")
     ]
 
 
@@ -148,8 +154,6 @@ def sections(text: str, page: str) -> list[Section]:
     """The sections of the built page ``page`` (its name, e.g. ``"sharding"``) whose
     HTML is ``text``: each ``<section>`` of the article that has a heading, with its
     own content only."""
-    from bs4 import BeautifulSoup
-
     # Only the article is parsed: the page's header, sidebars and footer are a tenth of it.
     start = text.find('<article class="bd-article"')
     end = text.rfind("</article>")
@@ -162,23 +166,27 @@ def sections(text: str, page: str) -> list[Section]:
         tag.decompose()
     found = []
     headed = headed_sections(article)
-    page_title = _text(headed[0].find(_HEADING, recursive=False)) if headed else page
+    first = heading_of(headed[0]) if headed else None
+    page_title = _text(first) if first is not None else page
     for i, section in enumerate(headed):
-        heading = section.find(_HEADING, recursive=False)
+        heading = heading_of(section)
+        assert heading is not None  # headed_sections keeps only sections with one
         parts = [
             str(child)
             for child in section.children
             if child is not heading
             and not (getattr(child, "name", None) == "section" and child in headed)
         ]
-        anchor = "" if i == 0 else f"#{section['id']}"
+        own_id = str(section["id"])
+        anchor = "" if i == 0 else f"#{own_id}"
         own = "".join(parts)
-        ids = {section["id"]}
+        ids = {own_id}
         links: list[str] = []
         for child in section.children:
-            if getattr(child, "name", None) and not (child.name == "section" and child in headed):
-                ids |= {t["id"] for t in [child, *child.find_all(id=True)] if t.get("id")}
-        if page == QUESTIONS or section["id"] in QUESTION_LISTS:
+            if isinstance(child, Tag) and not (child.name == "section" and child in headed):
+                tags = [child, *(t for t in child.find_all(id=True) if isinstance(t, Tag))]
+                ids |= {str(t["id"]) for t in tags if t.get("id")}
+        if page == QUESTIONS or own_id in QUESTION_LISTS:
             own = f'<div data-pagefind-weight="{QUESTIONS_WEIGHT}">{own}</div>'
             for a in BeautifulSoup(own, "html.parser").select("a.internal[href], a[href^='#']"):
                 href = str(a["href"])
@@ -297,7 +305,7 @@ def write_index(app: Sphinx, outdir: Path) -> None:
     digest = hashlib.sha256(
         json.dumps([r.document() for r in records]).encode()
         + json.dumps(table, sort_keys=True).encode()
-        + TABLES_FORMAT.encode()
+        + _SOURCE_DIGEST.encode()
     ).hexdigest()
     stamp = outdir.parent / ".jaxguide-search-digest"
     if (
@@ -314,8 +322,6 @@ def write_index(app: Sphinx, outdir: Path) -> None:
 #: Each page's records, by the page's digest, from the last build (:func:`write_index`
 #: parses only the pages that changed since).
 SECTIONS_MEMO = ".jaxguide-search-records.pkl"
-# Changed when Section or sections() changes what a page's records are.
-MEMO_FORMAT = "sections 1"
 
 
 def page_records(outdir: Path, pages: list[str], memo_file: Path) -> list[Section]:
@@ -335,18 +341,18 @@ def page_records(outdir: Path, pages: list[str], memo_file: Path) -> list[Sectio
             fresh[page] = (key, found)
             records += found
     if fresh != memo:
-        write_atomic(memo_file, pickle.dumps((MEMO_FORMAT, fresh)))
+        write_atomic(memo_file, pickle.dumps((_SOURCE_DIGEST, fresh)))
     return records
 
 
 def _read_memo(path: Path) -> dict[str, tuple[str, list[Section]]]:
     """The memo at ``path``; empty if there is none, it cannot be read, or it was written
-    in another format."""
+    by other code than this module's."""
     try:
         version, memo = pickle.loads(path.read_bytes())
     except Exception:  # missing, damaged, or written by other code: parse again
         return {}
-    return memo if version == MEMO_FORMAT and isinstance(memo, dict) else {}
+    return memo if version == _SOURCE_DIGEST and isinstance(memo, dict) else {}
 
 
 def write_records(records: list[Section], table: dict[str, list[str]], out: Path) -> int:
