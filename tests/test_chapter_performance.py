@@ -150,8 +150,8 @@ def test_mixed_precision(book):
     assert g["mp_dots_bf16_out"] == {"bf16 x bf16 -> bf16": 8}
     # The converts: one per backward dot feeds it (as many as the backward dots), and
     # the rest are autodiff's own rounding of the cotangents.
-    assert g["mp_bwd_dots"] == "5" and g["mp_converts_dot"] == int(g["mp_bwd_dots"])
-    assert int(g["mp_converts_other"]) + g["mp_converts_dot"] == g["mp_converts"]
+    assert g["mp_bwd_dots"] == "5" == g["mp_converts_dot"]
+    assert int(g["mp_converts_other"]) + int(g["mp_converts_dot"]) == int(g["mp_converts"])
     assert g["mp_f32_precision"] == {"DEFAULT": int(g["mp_bwd_dots"])}
     # Weight gradients hold bfloat16 numbers; biases (added in float32) do not.
     assert g["mp_grad_bf16"] == [[True, False]] * (len(SIZES) - 1)

@@ -126,7 +126,7 @@ def test_reduction_after_a_loop_is_not_in_it(mesh):
     """Gradient accumulation's pattern: sum in a scan, all-reduce once after it."""
 
     def per_device(a):
-        total, _ = jax.lax.scan(lambda c, row: (c + row, None), jnp.zeros(16), a)
+        total, _ = jax.lax.scan(lambda c, row: (c + row, None), jnp.zeros_like(a[0]), a)
         return jax.lax.psum(total, "x")
 
     (c,) = analyze(smap(mesh, per_device, P("x"), P()), rows(mesh)).collectives
