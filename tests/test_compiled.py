@@ -122,6 +122,18 @@ def test_collective_in_a_loop_is_marked(mesh):
     assert c.in_loop and c.kind == "all-reduce"
 
 
+def test_reduction_after_a_loop_is_not_in_it(mesh):
+    """Gradient accumulation's pattern: sum in a scan, all-reduce once after it."""
+
+    def per_device(a):
+        total, _ = jax.lax.scan(lambda c, row: (c + row, None), jnp.zeros_like(a[0]), a)
+        return jax.lax.psum(total, "x")
+
+    (c,) = analyze(smap(mesh, per_device, P("x"), P()), rows(mesh)).collectives
+    assert c.kind == "all-reduce" and not c.in_loop
+    assert c.shapes == ((16,),) and c.operand_bytes == 16 * 4
+
+
 def test_abstract_arguments(mesh):
     spec = jax.ShapeDtypeStruct((64, 16), jnp.float32, sharding=NamedSharding(mesh, P("x")))
     r = analyze(smap(mesh, lambda a: jax.lax.psum(a, "x"), P("x"), P()), spec)

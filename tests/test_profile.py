@@ -128,3 +128,28 @@ def test_bad_arguments_are_explained(tmp_path):
         scopes("")
     with pytest.raises(TypeError, match=r"time_by\(key=...\): key must be a function"):
         time_by([], "name")  # type: ignore[arg-type]
+
+
+def _make_buffer_for_profile(shape):
+    return jnp.full(shape, 3.0, jnp.float32)
+
+
+def test_memory_profile_reads_a_known_buffer(tmp_path):
+    # 3 * 2**18 bytes: a size no other live array of the test session is likely to have.
+    kept = _make_buffer_for_profile((3, 65536))
+    path = tmp_path / "memory.prof"
+    jax.profiler.save_device_memory_profile(path)
+    from jaxguide.profile import read_memory_profile
+
+    found = read_memory_profile(path)
+    assert [a.bytes for a in found] == sorted((a.bytes for a in found), reverse=True)
+    mine = [a for a in found if any(f == "_make_buffer_for_profile" for f, _ in a.stack)]
+    buffers = [a for a in mine if a.kind == "buffer"]
+    assert buffers and buffers[0].bytes == kept.nbytes == 3 * 65536 * 4
+    assert buffers[0].count == 1 and buffers[0].device.startswith("cpu")
+    # Innermost frame first: this test's own frame lies outside the helper's.
+    funcs = [f for f, _ in buffers[0].stack]
+    assert funcs.index("_make_buffer_for_profile") < funcs.index(
+        "test_memory_profile_reads_a_known_buffer"
+    )
+    del kept

@@ -38,7 +38,15 @@ from pathlib import Path
 
 from jaxguide import _checks
 
-__all__ = ["Event", "find_trace", "read_events", "scopes", "time_by"]
+__all__ = [
+    "Allocation",
+    "Event",
+    "find_trace",
+    "read_events",
+    "read_memory_profile",
+    "scopes",
+    "time_by",
+]
 
 
 @dataclass(frozen=True)
@@ -182,3 +190,138 @@ def time_by(events: Iterable[Event], key: Callable[[Event], str]) -> dict[str, f
         k = key(e)
         totals[k] = totals.get(k, 0.0) + e.duration_us
     return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+# --- Device memory profiles (pprof) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One sample of a device memory profile: live allocations sharing a stack.
+
+    Attributes:
+        kind: ``"buffer"`` (an array) or ``"executable"`` (a compiled program).
+        count, bytes: how many allocations, and their total size.
+        device: the device holding them (``"cpu:0"``...).
+        stack: ``(function, file)`` of each Python frame that made them, innermost
+            first.
+    """
+
+    kind: str
+    count: int
+    bytes: int
+    device: str
+    stack: tuple[tuple[str, str], ...]
+
+
+def _fields(buf: bytes) -> Iterable[tuple[int, int | bytes]]:
+    """(field number, value) of each field of one protobuf message: an int for a
+    varint, bytes for a length-delimited field; fixed-width fields are skipped."""
+    i = 0
+
+    def varint() -> int:
+        nonlocal i
+        n = shift = 0
+        while True:
+            b = buf[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return n
+
+    while i < len(buf):
+        key = varint()
+        wire = key & 7
+        if wire == 0:
+            yield key >> 3, varint()
+        elif wire == 2:
+            n = varint()
+            yield key >> 3, buf[i : i + n]
+            i += n
+        else:  # 64-bit (1) or 32-bit (5)
+            i += 8 if wire == 1 else 4
+
+
+def _ints(values: list[int | bytes]) -> list[int]:
+    """A repeated integer field, packed (bytes) or not."""
+    out: list[int] = []
+    for v in values:
+        if isinstance(v, int):
+            out.append(v)
+        else:
+            out += _packed(v)
+    return out
+
+
+def _packed(buf: bytes) -> list[int]:
+    out, n, shift = [], 0, 0
+    for b in buf:
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            out.append(n)
+            n = shift = 0
+    return out
+
+
+def _message(buf: bytes) -> dict[int, list[int | bytes]]:
+    fields: dict[int, list[int | bytes]] = {}
+    for number, value in _fields(buf):
+        fields.setdefault(number, []).append(value)
+    return fields
+
+
+def read_memory_profile(path: str | os.PathLike[str]) -> list[Allocation]:
+    """Read what ``jax.profiler.save_device_memory_profile`` wrote (gzipped pprof).
+
+    Args:
+        path: the file written by ``save_device_memory_profile``.
+
+    Returns:
+        One :class:`Allocation` per sample, largest ``bytes`` first.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+
+    Example:
+        >>> import jax.numpy as jnp, jax, pathlib, tempfile
+        >>> big = jnp.ones((256, 1024))  # 1 MiB of float32
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "memory.prof"
+        >>> jax.profiler.save_device_memory_profile(path)
+        >>> any(a.kind == "buffer" and a.bytes >= 2**20 for a in read_memory_profile(path))
+        True
+    """
+    data = Path(path).read_bytes()
+    profile = _message(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    strings = [v.decode() if isinstance(v, bytes) else "" for v in profile.get(6, [])]
+    functions = {}
+    for f in profile.get(5, []):
+        m = _message(f)
+        functions[m[1][0]] = (strings[m.get(2, [0])[0]], strings[m.get(4, [0])[0]])
+    locations = {}
+    for loc in profile.get(4, []):
+        m = _message(loc)
+        lines = [_message(line) for line in m.get(4, [])]
+        locations[m[1][0]] = [functions.get(line.get(1, [0])[0], ("?", "")) for line in lines]
+    # The values' order is sample_type's: (allocations, count) and (space, bytes).
+    types = [strings[_message(t)[1][0]] for t in profile.get(1, [])]
+    found = []
+    for sample in profile.get(2, []):
+        m = _message(sample)
+        values = dict(zip(types, _ints(m.get(2, []))))
+        labels = {}
+        for label in m.get(3, []):
+            lab = _message(label)
+            labels[strings[lab[1][0]]] = strings[lab.get(2, [0])[0]]
+        stack = tuple(frame for loc in _ints(m.get(1, [])) for frame in locations.get(loc, []))
+        found.append(
+            Allocation(
+                kind=labels.get("kind", "?"),
+                count=values.get("allocations", 0),
+                bytes=values.get("space", 0),
+                device=labels.get("device", "?"),
+                stack=stack,
+            )
+        )
+    return sorted(found, key=lambda a: -a.bytes)
