@@ -42,7 +42,7 @@ book: env
 # ruff, the browser's dependencies and the environment's bytecode run side by side (-j)
 # before the tests. The type check (mypy) waits until the book
 # is built: from then on the tests use about one core (the browser checks, then
-# Lighthouse's runs), and the session writes _build/.idle-phase (tests/session.py; so
+# Lighthouse's runs), and the session writes _build/.idle-phase (tests/timeline.py; so
 # do its idle tests and its end); mypy then runs at the lowest priority on what they
 # leave, and its report follows pytest's. Either failing fails make test.
 test: $(VENV)/.synced

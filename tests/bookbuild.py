@@ -1,8 +1,8 @@
 """The strict build of the whole book that a test session runs in the background.
 
-tests/conftest.py starts a :class:`BookBuild` at the session's first test (its
-``_book_build`` fixture), lets the tests that need no book run beside it, and hands the
-result to the ``book`` fixture. The build's log says when its chapters have executed
+tests/timeline.py starts a :class:`BookBuild` at the session's first test (``start``,
+which tests/conftest.py's ``_book_build`` fixture calls), lets the tests that need no
+book run beside it, and hands the build to the ``book`` fixture, which waits for it. The build's log says when its chapters have executed
 (tools/jaxguide_build/execution.py: :func:`~jaxguide_build.execution.executed_line`);
 :func:`chapter_seconds` reads each chapter's time back from that line, for the notebooks'
 run from a wheel (tests/wheelrun.py), which starts then.
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from bookcheck import BUILD_TIMEOUT, ROOT
-from jaxguide_build import execution
+from jaxguide_build import execution, jupyter_kernels
 
 _EACH = re.compile(r"seconds each: ([^)]*)\)")
 
@@ -63,7 +63,7 @@ class BookBuild:
     @property
     def cache(self) -> Path:
         """The build's JAX compilation cache (one folder per chapter)."""
-        return self.out / "_build" / ".jax_cache"
+        return self.out / "_build" / jupyter_kernels.CACHE_FOLDER
 
     def log(self) -> str:
         return self.output.read_text(errors="replace")

@@ -8,8 +8,10 @@
   :func:`page_text`, :func:`images`, :func:`cell_output`, :func:`errors`,
   :func:`seconds`, :data:`VERDICT` (CONTRIBUTING.md, "One home for every claim", says
   which of them a chapter's test may use for what).
-- The suite's order and marker rules (:func:`suite_order`, :func:`unmarked_book_tests`)
-  and a Jupyter Book runner (:func:`jupyter_book`).
+- A built book (:class:`BuiltBook`, what the ``book`` fixture hands out) and a Jupyter
+  Book runner (:func:`jupyter_book`).
+
+The suite's order and its marker rules are the test session's: tests/timeline.py.
 
 Kept as plain functions so that tests/test_bookcheck.py can show each check fails on
 a bad notebook: a check that cannot fail would prove nothing about the book.
@@ -25,7 +27,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple
 
 from bs4 import BeautifulSoup, Tag
 
@@ -40,15 +42,25 @@ from jaxguide_build.outputs import (  # noqa: F401  (re-exported for the tests)
 )
 
 
-class Built(Protocol):
-    """A built book, as the readers below use it (tests/conftest.py: ``BuiltBook``)."""
+class BuiltBook:
+    """A built book: the folder a ``jupyter-book build --path-output`` wrote (``out``),
+    with the build's log and wall time when this session built it (the ``book`` fixture,
+    tests/conftest.py); the readers below take one."""
 
-    html: Path  # the site
-    executed: Path  # the executed notebooks
+    def __init__(self, out: Path, log: str = "", seconds: float = 0.0) -> None:
+        self.out = out
+        self.html = out / "_build" / "html"  # the site
+        self.executed = out / "_build" / "jupyter_execute"  # the executed notebooks
+        self.log = log
+        self.seconds = seconds
 
-    def page(self, name: str) -> str: ...
+    def page(self, name: str) -> str:
+        """The HTML of page ``name``."""
+        return (self.html / f"{name}.html").read_text()
 
-    def notebook(self, name: str) -> Path: ...
+    def notebook(self, name: str) -> Path:
+        """The executed notebook of chapter ``name``."""
+        return self.executed / f"{name}.ipynb"
 
 
 WARNING_RE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b")
@@ -135,50 +147,6 @@ def jupyter_book(
     return subprocess.run(
         [str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
-
-
-# Fixtures that build or execute the whole book (tests/conftest.py): a test that uses one
-# must be marked ``book``, so that ``make unit`` (-m "not book and not browser and not
-# builds") never builds the book. (Tests that build a small book of their own, from
-# ``book_copy`` or a folder of their own, are marked ``builds``: make unit skips them too.)
-BOOK_FIXTURES = ("book", "wheel_notebooks")
-
-
-def unmarked_book_tests(items: list) -> list[str]:
-    """The ids of collected tests that use a book fixture without the ``book`` marker."""
-    return [
-        item.nodeid
-        for item in items
-        if set(BOOK_FIXTURES) & set(getattr(item, "fixturenames", ()))
-        and item.get_closest_marker("book") is None
-    ]
-
-
-def suite_order(items: list) -> list:
-    """The collected tests in the order that keeps this 2-core machine's cores busy.
-
-    The book builds in the background from the session's first test (tests/session.py),
-    so the tests that need no book run first, beside it. Then the tests of the built book;
-    the notebooks' run from a wheel (tests/wheelrun.py) executes its chapters in the
-    background meanwhile, so the tests that read its result come after
-    those. The browser checks that open every page run in a thread of their own from the
-    first browser test on (tests/test_browser.py: ``background``), so the tests that read
-    their results come after the other tests of the built book. The tests marked ``idle``
-    (Lighthouse: its mobile simulation scales the main-thread time it observes, so a busy
-    machine scores a fast page low) come last, when nothing else runs. Within each group
-    the order is pytest's."""
-
-    def group(item: Any) -> int:
-        names = getattr(item, "fixturenames", ())
-        if item.get_closest_marker("idle") is not None:
-            return 4
-        if "wheel_notebooks" in names:
-            return 3
-        if "background" in names:
-            return 2
-        return int(any(f in names for f in BOOK_FIXTURES))
-
-    return sorted(items, key=group)
 
 
 def _stamp(path: Path | str) -> tuple[str, int, int]:
@@ -291,13 +259,49 @@ def problems(nb: dict) -> list[str]:
     return found
 
 
+# --- The book's highlighted code (for the browser's colour checks, tests/test_browser.py) ---
+
+
+def highlight_kinds(soup: BeautifulSoup) -> set[tuple[str, str]]:
+    """Each pairing on a page of a syntax-highlighted block's kind (code cell, output,
+    or a literal block in the prose, with its language) and a token class inside it
+    (``""``: its plain text), the pairs whose colours axe-core's contrast rule checks."""
+    kinds = set()
+    for block in soup.select("div.highlight"):
+        where = "input" if block.find_parent(class_="cell_input") else "output"
+        if not block.find_parent(class_="cell"):
+            where = "prose"
+        language = block.parent.get_attribute_list("class") if block.parent else []
+        kind = f"{where} {' '.join(language)}"
+        tokens = {" ".join(t.get_attribute_list("class")) for t in block.select("span[class]")}
+        kinds |= {(kind, "")} | {(kind, token) for token in tokens}
+    return kinds
+
+
+@functools.cache
+def code_colour_pages(html: Path) -> tuple[str, ...]:
+    """The fewest pages (chosen greedily) whose highlighted blocks show every pairing of
+    :func:`highlight_kinds` in the book. axe-core's contrast rule spends most of its time
+    on the thousands of coloured tokens of a chapter's code, which repeat the same few
+    dozen colours on every page: it checks code and outputs on these pages only (in
+    light and dark mode), and every other page without them."""
+    pages = {p.stem: highlight_kinds(parsed_file(p)) for p in sorted(html.glob("*.html"))}
+    left = set().union(*pages.values())
+    chosen: list[str] = []
+    while left:
+        best = max(sorted(pages), key=lambda p: len(pages[p] & left))
+        chosen.append(best)
+        left -= pages[best]
+    return tuple(chosen)
+
+
 # --- Reading a built chapter (used by the per-chapter tests, tests/test_chapter_*.py) ---
 
 # A timing verdict as jaxguide.compare(..., prose=True) words it.
 VERDICT = r"((?:\d\.\d|\d\d+)× (?:faster|slower) than|as fast, within 10%, as)"
 
 
-def glued(book: Built, chapter: str) -> dict:
+def glued(book: BuiltBook, chapter: str) -> dict:
     """The values a chapter glued into its prose, as Python values: a deep copy on each
     call, so a test may change what it gets (the file is read and its values parsed
     once per build)."""
@@ -335,18 +339,18 @@ def parsed_file(path: Path) -> BeautifulSoup:
     return _soup(_stamp(path))
 
 
-def parsed_page(book: Built, chapter: str) -> BeautifulSoup:
+def parsed_page(book: BuiltBook, chapter: str) -> BeautifulSoup:
     """A chapter's page, parsed once per build (every caller shares it: read it, do not
     change it)."""
     return _soup(_stamp(book.html / f"{chapter}.html"))
 
 
-def page_text(book: Built, chapter: str) -> str:
+def page_text(book: BuiltBook, chapter: str) -> str:
     """The text a reader sees on a chapter's page, its whitespace collapsed."""
     return _page_text(_stamp(book.html / f"{chapter}.html"))
 
 
-def images(book: Built, chapter: str) -> list[Tag]:
+def images(book: BuiltBook, chapter: str) -> list[Tag]:
     """The images of a chapter's cell outputs (BeautifulSoup tags: read them, do not
     change them, as every caller shares them)."""
     return parsed_page(book, chapter).select("div.cell_output img")
@@ -361,7 +365,7 @@ def seconds(text: str) -> float:
     return float(value) * UNITS[unit]
 
 
-def cell_output(book: Built, chapter: str, marker: str) -> str:
+def cell_output(book: BuiltBook, chapter: str, marker: str) -> str:
     """The printed output of the one code cell of ``chapter`` whose source contains
     ``marker`` (ANSI colours removed)."""
     cells = [
@@ -393,7 +397,7 @@ def raised_in(nb: dict) -> list[Raised]:
     ]
 
 
-def errors(book: Built, chapter: str) -> list[Raised]:
+def errors(book: BuiltBook, chapter: str) -> list[Raised]:
     """Every error the executed notebook of ``chapter`` shows, in order: what its
     ``raises-exception`` cells raised (:func:`problems` reports any other)."""
     return raised_in(load(book.notebook(chapter)))

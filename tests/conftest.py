@@ -3,11 +3,12 @@
 Importing this file sets up JAX for the in-process tests (8 simulated CPU devices,
 quick compilation: :func:`_compile_quickly`). A session that collects a test of the built
 book starts the strict build of the whole book in the background at its first test, and
-the notebooks' run from a wheel if a test asks for it; tests/session.py draws that
+the notebooks' run from a wheel if a test asks for it; tests/timeline.py draws that
 timeline and holds its machinery. The fixtures here hand out the results: ``book`` (the
 built book, waited for), ``wheel_notebooks``, ``book_copy``. The hooks check the
-markers (a test that uses the built book must be marked ``book``), order the tests
-(tests/bookcheck.py: ``suite_order``) and summarise the browser checks.
+markers (a test that uses the built book must be marked ``book``, and one marked
+``book`` must use it), order the tests (both rules are tests/timeline.py's) and summarise
+the browser checks.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def _compile_quickly() -> None:
     place of its MLIR fusion emitters (its default), which compile a small program in
     about half the time but fuse some operations differently (a scatter, for one), so
     the compiled text differs from a reader's. Most of the in-process tests' time is
-    compiling small programs (CONTRIBUTING.md, "The tests", has what these options
-    save); none of them times compiled code against a figure, and
+    compiling small programs (bench/reports/build-times-2026-11.md has what these
+    options save); none of them times compiled code against a figure, and
     all of them pass with these options and without. The chapters, built with XLA's
     defaults (or a level they state on the page), are where the book reads what a
     reader's compiler does. XLA reads ``XLA_FLAGS`` once, when JAX starts its backends,
@@ -61,26 +62,10 @@ def _compile_quickly() -> None:
 
 _compile_quickly()
 
-import session
+import timeline
 import wheelrun
-from bookcheck import ROOT, suite_order, unmarked_book_tests
+from bookcheck import ROOT, BuiltBook
 from jaxguide_build.outputs import ANSI
-from session import enter_idle_phase
-
-
-class BuiltBook:
-    def __init__(self, out: Path, log: str, seconds: float):
-        self.out = out
-        self.html = out / "_build" / "html"
-        self.executed = out / "_build" / "jupyter_execute"
-        self.log = log
-        self.seconds = seconds
-
-    def page(self, name: str) -> str:
-        return (self.html / f"{name}.html").read_text()
-
-    def notebook(self, name: str) -> Path:
-        return self.executed / f"{name}.ipynb"
 
 
 @pytest.fixture(autouse=True)
@@ -95,13 +80,21 @@ def _no_shared_compilation_cache_across_processes(
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    unmarked = unmarked_book_tests(items)
+    """Check the markers (tests/timeline.py: ``MARKED_FIXTURES``), then put the tests in
+    the timeline's order."""
+    unmarked = timeline.unmarked_book_tests(items)
     if unmarked:
         raise pytest.UsageError(
             "these tests use the built book but are not marked @pytest.mark.book, so "
             "`make unit` would build the whole book: " + ", ".join(unmarked)
         )
-    items[:] = suite_order(items)
+    needless = timeline.needlessly_marked_tests(items)
+    if needless:
+        raise pytest.UsageError(
+            "these tests are marked book or browser but use neither the built book nor "
+            "the browser, so `make unit` skips them for nothing: " + ", ".join(needless)
+        )
+    items[:] = timeline.suite_order(items)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -110,10 +103,10 @@ def _book_build(
 ) -> Iterator[None]:
     """At the session's first test, start what the session needs in the background: the
     strict build of the whole book and the notebooks' run from a wheel
-    (tests/session.py has the timeline)."""
-    session.start(request.session.items, tmp_path_factory)
+    (tests/timeline.py has the timeline)."""
+    timeline.start(request.session.items, tmp_path_factory)
     yield
-    session.stop()
+    timeline.stop()
 
 
 @pytest.fixture(scope="session")
@@ -125,7 +118,7 @@ def book(_book_build: None) -> BuiltBook:
     reuse = os.environ.get("JAXGUIDE_TEST_BUILD")
     if reuse:
         return BuiltBook(Path(reuse), "", 0.0)
-    build = session.build()
+    build = timeline.build()
     assert build is not None, "the book fixture was used but no build was started"
     try:
         code = build.wait()
@@ -137,7 +130,7 @@ def book(_book_build: None) -> BuiltBook:
         pytest.fail(f"strict book build failed (exit {code}):\n{tail}", pytrace=False)
     # Keep a copy of the log without its colours next to the build for anyone debugging.
     (build.out / "build.log").write_text(ANSI.sub("", log))
-    session.enter_idle_phase()
+    timeline.enter_idle_phase()
     return BuiltBook(build.out, log, build.seconds)
 
 
@@ -166,11 +159,11 @@ def wheel_notebooks(tmp_path_factory: pytest.TempPathFactory) -> wheelrun.WheelR
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("idle") is not None:
-        session.enter_idle_phase()
+        timeline.enter_idle_phase()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    enter_idle_phase()
+    timeline.enter_idle_phase()
 
 
 _SESSION_START = time.time()

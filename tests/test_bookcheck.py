@@ -1,4 +1,5 @@
-"""The notebook checks used by the book tests must catch what they claim to catch."""
+"""tests/bookcheck.py: the checks used by the book tests must catch what they claim to
+catch, and its readers of a built book read what the build wrote."""
 
 import json
 import os
@@ -7,6 +8,7 @@ from types import SimpleNamespace
 import bookcheck
 from bookcheck import (
     Raised,
+    code_colour_pages,
     errors,
     glued,
     images,
@@ -14,8 +16,6 @@ from bookcheck import (
     page_text,
     problems,
     should_output,
-    suite_order,
-    unmarked_book_tests,
 )
 
 
@@ -98,23 +98,6 @@ def test_should_output():
     assert not should_output(code("print(1)", tags=["remove-output"]))
 
 
-def test_a_test_that_uses_the_book_without_its_marker_is_found():
-    class Item:
-        def __init__(self, nodeid, fixtures, marked):
-            self.nodeid, self.fixturenames, self.marked = nodeid, fixtures, marked
-
-        def get_closest_marker(self, name):
-            return object() if self.marked and name == "book" else None
-
-    items = [
-        Item("t::unit", ["tmp_path"], False),
-        Item("t::marked", ["book"], True),
-        Item("t::unmarked", ["book", "tmp_path"], False),
-        Item("t::wheel", ["wheel_notebooks"], False),
-    ]
-    assert unmarked_book_tests(items) == ["t::unmarked", "t::wheel"]
-
-
 def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
     book = SimpleNamespace(html=tmp_path, executed=tmp_path)
     page, glue = tmp_path / "ch.html", tmp_path / "ch.glue.json"
@@ -169,32 +152,23 @@ def test_errors_are_the_ones_the_notebook_shows(tmp_path):
     assert errors(book, "ch") == []
 
 
-def test_the_suite_runs_tests_without_the_book_first_wheel_readers_after_and_idle_last():
-    """And the readers of the browser's background checks after the other book tests."""
-
-    class Item:
-        def __init__(self, nodeid, fixtures, idle=False):
-            self.nodeid, self.fixturenames, self.idle = nodeid, fixtures, idle
-
-        def get_closest_marker(self, name):
-            return object() if self.idle and name == "idle" else None
-
-    items = [
-        Item("lighthouse", ["book"], idle=True),
-        Item("reproducible", ["book", "wheel_notebooks"]),
-        Item("page", ["book"]),
-        Item("unit", ["tmp_path"]),
-        Item("notebooks", ["wheel_notebooks"]),
-        Item("all pages", ["background", "site", "book"]),
-        Item("browser", ["site", "browser", "book"]),
-    ]
-    order = [i.nodeid for i in suite_order(items)]
-    assert order == [
-        "unit",
-        "page",
-        "browser",
-        "all pages",
-        "reproducible",
-        "notebooks",
-        "lighthouse",
-    ]
+def test_code_colour_pages_cover_every_token_kind(tmp_path):
+    code = '<div class="cell"><div class="cell_input"><div class="highlight-ipython3"><div class="highlight"><pre>{}</pre></div></div></div></div>'
+    prose = '<div class="highlight-bash"><div class="highlight"><pre>{}</pre></div></div>'
+    pages = {
+        "a": code.format('<span class="k">def</span><span class="n">f</span>'),
+        "b": code.format('<span class="k">if</span>') + prose.format('<span class="c">#</span>'),
+        "c": code.format('<span class="n">x</span><span class="mi">1</span>'),
+    }
+    for name, body in pages.items():
+        (tmp_path / f"{name}.html").write_text(f"<html><body>{body}</body></html>")
+    # b shows the most pairings (its prose block among them); c adds the two it lacks.
+    assert code_colour_pages(tmp_path) == ("b", "c")
+    (tmp_path / "d.html").write_text(
+        "<html><body>"
+        + code.format('<span class="k">def</span><span class="mi">2</span>')
+        + prose.format('<span class="c">#</span>')
+        + "</body></html>"
+    )
+    code_colour_pages.cache_clear()
+    assert code_colour_pages(tmp_path) == ("d", "a")

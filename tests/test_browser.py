@@ -38,9 +38,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
-from bs4 import BeautifulSoup
 
-from bookcheck import ROOT, chapters, parsed_file, parsed_page
+from bookcheck import ROOT, chapters, code_colour_pages, parsed_file, parsed_page
 from jaxguide_build import lighthouse
 from jaxguide_build import serve as jaxguide_serve
 
@@ -464,37 +463,6 @@ BROKEN_IMAGES = """async () => {
     img.addEventListener('load', r); img.addEventListener('error', r); })));
   return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src);
 }"""
-
-
-def highlight_kinds(soup: BeautifulSoup) -> set[tuple[str, str]]:
-    """Each pairing on a page of a syntax-highlighted block's kind (code cell, output,
-    or a literal block in the prose, with its language) and a token class inside it
-    (``""``: its plain text), the pairs whose colours axe-core's contrast rule checks."""
-    kinds = set()
-    for block in soup.select("div.highlight"):
-        where = "input" if block.find_parent(class_="cell_input") else "output"
-        if not block.find_parent(class_="cell"):
-            where = "prose"
-        kind = f"{where} {' '.join(block.parent.get('class', []))}"
-        kinds |= {(kind, "")} | {(kind, " ".join(t["class"])) for t in block.select("span[class]")}
-    return kinds
-
-
-@functools.cache
-def code_colour_pages(html: Path) -> tuple[str, ...]:
-    """The fewest pages (chosen greedily) whose highlighted blocks show every pairing of
-    :func:`highlight_kinds` in the book. axe-core's contrast rule spends most of its time
-    on the thousands of coloured tokens of a chapter's code, which repeat the same few
-    dozen colours on every page: it checks code and outputs on these pages only (in
-    light and dark mode), and every other page without them."""
-    pages = {p.stem: highlight_kinds(parsed_file(p)) for p in sorted(html.glob("*.html"))}
-    left = set().union(*pages.values())
-    chosen: list[str] = []
-    while left:
-        best = max(sorted(pages), key=lambda p: len(pages[p] & left))
-        chosen.append(best)
-        left -= pages[best]
-    return tuple(chosen)
 
 
 @functools.cache
@@ -967,28 +935,6 @@ def test_code_and_outputs_keep_their_contrast_in_dark_mode(background, book):
     assert found == dict.fromkeys(pages, [])
 
 
-def test_code_colour_pages_cover_every_token_kind(tmp_path):
-    code = '<div class="cell"><div class="cell_input"><div class="highlight-ipython3"><div class="highlight"><pre>{}</pre></div></div></div></div>'
-    prose = '<div class="highlight-bash"><div class="highlight"><pre>{}</pre></div></div>'
-    pages = {
-        "a": code.format('<span class="k">def</span><span class="n">f</span>'),
-        "b": code.format('<span class="k">if</span>') + prose.format('<span class="c">#</span>'),
-        "c": code.format('<span class="n">x</span><span class="mi">1</span>'),
-    }
-    for name, body in pages.items():
-        (tmp_path / f"{name}.html").write_text(f"<html><body>{body}</body></html>")
-    # b shows the most pairings (its prose block among them); c adds the two it lacks.
-    assert code_colour_pages(tmp_path) == ("b", "c")
-    (tmp_path / "d.html").write_text(
-        "<html><body>"
-        + code.format('<span class="k">def</span><span class="mi">2</span>')
-        + prose.format('<span class="c">#</span>')
-        + "</body></html>"
-    )
-    code_colour_pages.cache_clear()
-    assert code_colour_pages(tmp_path) == ("d", "a")
-
-
 def test_site_is_served_compressed_like_github_pages(site, book):
     """The tests' server gzips text (pages, stylesheets, scripts), as GitHub Pages does,
     and sends images and fonts as they are: what the browser tests measure is what
@@ -1079,44 +1025,6 @@ def test_lighthouse_mobile_scores(book, site, rank):
     )
     assert performance >= LIGHTHOUSE_MIN_PERFORMANCE, detail
     assert first.accessibility == 100 and first.best_practices == 100, (detail, first.failing)
-
-
-def test_lighthouse_summary_recognises_a_failing_page():
-    """The scores and failing audits are read from Lighthouse's report as it writes them."""
-    report = {
-        "finalDisplayedUrl": "http://127.0.0.1/x.html",
-        "categories": {
-            "performance": {"score": 0.89, "auditRefs": []},
-            "accessibility": {"score": 0.95, "auditRefs": [{"id": "color-contrast", "weight": 7}]},
-            "best-practices": {"score": 1, "auditRefs": [{"id": "errors-in-console", "weight": 1}]},
-        },
-        "audits": {
-            "color-contrast": {"score": 0},
-            "errors-in-console": {"score": 1},
-            "first-contentful-paint": {"numericValue": 1900.0},
-            "largest-contentful-paint": {"numericValue": 2500.0},
-            "total-blocking-time": {"numericValue": 250.0},
-            "speed-index": {"numericValue": 2000.0},
-            "cumulative-layout-shift": {"numericValue": 0.0},
-            "total-byte-weight": {"numericValue": 123456},
-        },
-    }
-    result = lighthouse.summarise(report)
-    assert (result.performance, result.accessibility, result.best_practices) == (89, 95, 100)
-    assert result.failing == ("accessibility: color-contrast",)
-    assert (result.fcp_ms, result.tbt_ms, result.bytes) == (1900.0, 250.0, 123456)
-    report["runtimeError"] = {"code": "NO_FCP", "message": "no paint"}
-    with pytest.raises(RuntimeError, match="NO_FCP"):
-        lighthouse.summarise(report)
-
-
-def test_heaviest_chapters_are_chosen_by_bytes(tmp_path):
-    (tmp_path / "_images").mkdir()
-    (tmp_path / "_images" / "big.png").write_bytes(b"x" * 5000)
-    (tmp_path / "a.html").write_text("<p>" + "a" * 3000 + "</p>")
-    (tmp_path / "b.html").write_text('<img src="_images/big.png" alt="x">')
-    (tmp_path / "c.html").write_text("<p>c</p>")
-    assert lighthouse.heaviest(tmp_path, ["a", "b", "c"], 2) == ["b", "a"]
 
 
 # ----------------------------------------------------------------------------- features kept

@@ -65,7 +65,6 @@ def test_slurm_and_fallback(book):
 
 def test_cpu_specific_outputs_and_predictions(book):
     g = glued(book, "accelerators")
-    # (At least one widening convert: the claim's own condition.)
     assert g["cpu_ynn"] >= 1 and isinstance(g["cpu_bf16_converts"], int)
     nbytes = 2**18 * 4
     assert g["ar_bytes"] == f"{nbytes // 2**20} MiB"

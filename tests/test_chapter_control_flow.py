@@ -235,7 +235,6 @@ def test_lax_map_memory(book):
     # batch_size=4 < 6 rows: a real batch and a remainder, about one copy of the rows.
     rows_bytes = 6 * 1000 * 4
     assert rows_bytes <= g["map_temps"]["row_norm"]["batch_size=4"] < rows_bytes + 1024
-    assert float(g["vmap_over_map"]) > 8
 
 
 def test_control_flow_question_bank_answers(book):

@@ -46,7 +46,6 @@ def test_printing_and_callbacks(book):
     # and grad; one reading nothing from the loop ran once under grad; checkpoint runs
     # the forward loop again, so twice as many calls.
     assert g["loop_steps"] == 2 * 3
-    assert isinstance(g["loop_hoisted"], int)  # once: the claim's own condition
     assert g["loop_remat"] == 2 * g["loop_steps"]
     # A print adds one equation to the jaxprs of jvp and grad and moves no other:
     # last under jvp (sin, cos, 3 products, integer_pow, then the print), before the
@@ -132,7 +131,6 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
     assert g["unfunctionalized"] == (
         "Cannot abstractly evaluate a checkify.check which was not functionalized."
     )
-    assert isinstance(g["first_negative"], int)  # entry 2: the claim checks it
     # A check in a pytree's constructor: a rebuild through __init__ runs it outside
     # checkify under jit; a rebuild without __init__ compiles, and the check still runs
     # where an interval is made (lo = 3 > hi = 1 inside the checkified function).
@@ -245,7 +243,6 @@ def test_donation_saves_the_parameters(book):
     g = glued(book, "debugging")
     expected = (512 * 512 + 512) * 4  # float32 params, computed here
     assert g["params_bytes"] == expected
-    assert isinstance(g["alias_plain"], int)  # 0: the claim's own condition
     assert g["alias_donated"] == expected
     assert g["donated_deleted"] == [True, True]
     # A donation no output can use: JAX warns (the warning's text is the claim).
@@ -317,12 +314,6 @@ def test_remat_saves_memory(book):
     plain = analyze(grad_fn, ws, xb, layer).temp_bytes
     remat = analyze(grad_fn, ws, xb, jax.checkpoint(layer)).temp_bytes
     assert g["remat_saved_bytes"] == plain - remat > 0
-    # JAX asks to recompute the forward matmuls; the counts are those of the page.
-    # (Their order, jax > plain >= remat > 0, is the claims' own condition.)
-    assert all(isinstance(g[k], int) for k in ("remat_dots_jax", "remat_dots_plain", "remat_dots"))
     # In a scan, the checkpoint recomputes the forward matmul (one more than without).
     # The prose counts 1 forward + 2 gradient matmuls per layer, + 1 recomputed.
     assert g["scan_dots_remat"] == g["scan_dots_plain"] + 1
-    # JAX saves one activation per layer with checkpoint, several without.
-    # (8 with checkpoint, more than 3 * 8 without: the claims' own conditions.)
-    assert isinstance(g["remat_res_remat"], int) and isinstance(g["remat_res_plain"], int)

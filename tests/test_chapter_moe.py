@@ -103,7 +103,6 @@ def test_small_routing_example(book):
     assert all(v < 1 for v in plain) and np.allclose(norm, 1.0, atol=1e-4)
     assert g["gate_sum0"] == f"{probs[0, order[0]].sum():.2f}"
     assert g["same_choices"] is True
-    assert float(g["top1_grad"]) >= 0  # below 1e-6: the claim's own bound
 
 
 def test_non_concrete_index_error_is_shown(book):
@@ -116,9 +115,6 @@ def test_expert_parallel_equals_the_reference(book):
     assert set(diffs) == {"output", "d/dx", "d/drouter", "d/dw_in", "d/dw_out"}
     assert all(v < 1e-5 for v in diffs.values()), diffs
     assert float(g["ep_worst"]) == pytest.approx(max(diffs.values()), rel=0.5)
-    # (Each below 1e-5, and 3 ragged_dot_general: the claims' own conditions.)
-    for key in ("ragged_diff", "ragged_grad", "ragged_loop_diff"):
-        assert float(g[key]) >= 0, key
     assert "ragged_dot_general" in g["ragged_prims"]
     same, worst = g["nnx_diffs"]  # the NNX wrapper computes the same
     assert same < 1e-5 and worst < 1e-5
@@ -167,7 +163,6 @@ def test_flops_follow_the_six_n_t_rule(book):
     got = g["flop_rules"]
     for name, rule in rules.items():
         assert got[name][1] == pytest.approx(rule), name
-    # (Compiled within 10% above the rule for both: the claim's own bounds.)
     ep = got["expert parallel (8 devices)"]
     assert g["ep_ratio"] == f"{ep[0] / ep[1]:.2f}"
     rag = got["ragged_dot on CPU"]
@@ -186,11 +181,9 @@ def test_load_balancing(book):
     assert (g["drop_before"], g["drop_after"]) == (str(drop_before), str(drop_after))
     assert drop_before > drop_after
     over_before, over_after = g["over_capacity"]
-    # (4 experts over capacity before, none after: the claim's own condition.)
     assert isinstance(over_before, int) and isinstance(over_after, int)
     # exercise: the smallest capacity that drops nothing
     need, (at_need, below) = g["ex_no_drops"]
-    # (No drops at `need`, some below it: the claim's own condition.)
     assert isinstance(at_need, int) and isinstance(below, int)
     assert need > TOKENS * K / E / N_DEV  # above the even share
 
@@ -278,7 +271,6 @@ def test_all_to_all_under_vmap(book):
     same, prims = g["vmap_a2a"]
     assert same is True and "all_to_all" not in prims
     devices, a2a, diff, dropped = g["vmap_layer"]
-    # (One device, no all-to-all, equal within TOL: the claim's own condition.)
     assert isinstance(devices, int) and isinstance(a2a, int) and diff >= 0
     assert dropped == [g["dropped_ep"]] * N_DEV
 
@@ -362,10 +354,6 @@ def test_an_empty_groups_weight_gradient_is_exactly_zero(book):
     NumPy from the page's keys."""
     import jax
 
-    g = glued(book, "moe")
-    # (0 for the empty group, the gradient within 1e-5 of the hand one: the claims'
-    # own conditions; the hand computation is repeated here, below.)
-    assert float(g["empty_rhs_grad"]) >= 0 and float(g["rhs_grad_by_hand"]) >= 0
     lhs = np.asarray(jax.random.normal(jax.random.key(2), (10, 4)))
     cot = np.asarray(jax.random.normal(jax.random.key(4), (10, 5)))
     text = page_text(book, "moe")

@@ -225,7 +225,7 @@ def test_fate_sharing_through_heartbeats(book):
     why, label, who = g["crash_stderr"]
     assert why.startswith("Terminating process because the JAX distributed service detected")
     assert label == "The following tasks are unhealthy (stopped sending heartbeats)" and who == "1"
-    # At least a second (the 3 s heartbeat timeout); below 60 s is the claim's own bound.
+    # At least a second (the 3 s heartbeat timeout).
     assert float(g["heartbeat_lag"]) >= 1
     # The false claim of old must not come back.
     text = page_text(book, "multiprocess")
@@ -260,7 +260,6 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     assert hang[0][2] == (
         f"process 0: psum_scatter, process 1 late: done after {g['scatter_waited']} s"
     )
-    # (3 s or more: the claim's own bound.)
     assert hang[0][3] == "process 0: summing again ..."
     assert hang[0][4].startswith(f"process 0: JaxRuntimeError after {g['hang_caught']} s:")
     assert "Timed out waiting 2000ms" in hang[0][4]
@@ -268,7 +267,6 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     assert hang[1][1] == "process 1: first sum together: 8.0"
     assert hang[1][2].startswith("process 1: psum_scatter, process 1 late: done after ")
     assert hang[1][3:] == ["process 1: busy elsewhere ...", "process 1: done"]
-    # (Between 2 and 10 s: the claim's own bounds.)
     assert float(g["hang_caught"]) > 0
     text = page_text(book, "multiprocess")
     assert "is already in use" not in text  # the book's own launcher error is gone

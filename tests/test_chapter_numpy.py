@@ -50,8 +50,6 @@ def test_formatted_outputs(book):
     for raw in ("Array(", "ArrayImpl", "weak_type=True)", "e-01", "e+00"):
         assert raw not in text, raw
     assert "seed" not in text.lower()
-    # (Above 0 and below 1e-6, float32 precision: the claim's own bounds.)
-    assert isinstance(float(g["sin_gap"]), float)
     # The sines agree with an independent NumPy computation.
     np.testing.assert_allclose(g["sin_values"], np.sin(np.linspace(0, np.pi, 5)), atol=1e-6)
     # On this CPU backend NumPy reads a JAX array in place, read-only; jnp copies.
@@ -65,7 +63,6 @@ def test_in_place_and_donation(book):
         "temp_bytes": 0,
     }
     d = g["donation"]
-    # (No alias without donation: the claim's own condition.)
     assert isinstance(d["plain_alias"], int) and d["deleted"] is True
     assert d["donating_alias"] == d["output"] == 1_000_000 * 4  # float32 zeros(1e6)
     assert "Array has been deleted" in raised(book, "numpy")["RuntimeError"]
@@ -126,7 +123,6 @@ def test_ynnpack_and_xla_fusions(book):
     assert g["horner_fusion"]["kinds"] == [("ynn_fusion", "kCustom")]
     fusions = g["horner_xla_fusions"]
     assert fusions and all(kind == "kLoop" for kind, _ in fusions)
-    # (Horner's 5 multiplies in the first: the claim's own condition.)
     assert "multiply" in fusions[0][1]
     assert any(ops == ["reduce"] for _, ops in fusions)  # the sum is a loop of its own
     assert g["horner_xla_temp"] != "0 B"

@@ -83,11 +83,8 @@ def test_time_per_scope(book):
     # 16-column one ran at under half the rate of the 512-column one, and the glued
     # slowest phases are the table's.
     assert g["dw_kinds"] == ["dot"]
-    # Timed alone, not from the trace (below 0.5: the claim's own bound).
-    assert pct(g["dw_rate_ratio"]) > 0
     # Timed alone, layer 2's forward product beats its weight gradient of the same
     # sizes.
-    assert float(g["l2_fwd_over_dw"]) > 0  # above 1: the claim's own bound
     assert float(g["rate_l2_fwd"]) == pytest.approx(rate["layer2 forward"], abs=0.1)
     assert g["slowest_phases"] == " and ".join(sorted(rate, key=rate.get)[:2])
     text = page_text(book, CH)
@@ -98,7 +95,6 @@ def test_time_per_scope(book):
 def test_what_to_look_for(book):
     g = glued(book, CH)
     assert g["compile_events"] == (2, 1)
-    assert float(g["compile_ratio"]) > 3
     # The ratio is of the two calls waited on; the second call's dispatch alone
     # returned before its step was done.
     assert float(g["second_return_ms"]) < float(g["second_wall_ms"])
@@ -108,20 +104,15 @@ def test_what_to_look_for(book):
     assert phases <= set(g["monitor_phases"])
     assert 0.5 * float(g["monitor_total_ms"]) <= float(g["monitor_xla_ms"])
     assert float(g["monitor_xla_ms"]) <= float(g["monitor_total_ms"]) + 1
-    # (More than 10 programs, more launches than programs: the claims' own.)
-    assert isinstance(g["eager_programs"], int) and isinstance(g["eager_launches"], int)
     assert g["eager_ops"] > g["trace_ops_per_step"]
-    assert isinstance(pct(g["idle_share"]), float)  # in (0, 1): the claim's own
 
 
 def test_mixed_precision(book):
     g = glued(book, CH)
     text = page_text(book, CH)
     f32, bf16, pure = (float(g[k]) for k in ("mp_final_f32", "mp_final_bf16", "mp_final_pure"))
-    # (The largest gap below 5%: the claim's own bound.)
     assert abs(f32 - bf16) < 0.05 * f32 and pct(g["mp_max_gap"]) >= 0
     assert pure > 1.5 * f32
-    assert isinstance(pct(g["mp_lost"]), float)  # in (5%, 1): the claim's own
     # Memory of the forward pass: the weights halve, by hand; the arguments are
     # weights + input + biases.
     x_bytes = 4096 * 256 * 4
@@ -139,7 +130,6 @@ def test_mixed_precision(book):
     # JAX saves float32 values for tanh's derivative (tanh runs in float32 before
     # the cast): print_saved_residuals shows them, on every backend (the claim: two of
     # the four are tanh's outputs).
-    assert isinstance(g["saved_f32"], int)  # 4: the claim's own condition
     # The mixed program's three matmul fusions (one per layer) take bfloat16 operands,
     # with no convert.
     assert g["mixed_fusions_bf16"] == len(SIZES) - 1
@@ -155,7 +145,6 @@ def test_mixed_precision(book):
     assert g["mp_f32_precision"] == {"DEFAULT": int(g["mp_bwd_dots"])}
     # Weight gradients hold bfloat16 numbers; biases (added in float32) do not.
     assert g["mp_grad_bf16"] == [[True, False]] * (len(SIZES) - 1)
-    assert pct(g["mp_grad_rel"]) > 0  # (below 5%: the claim's own bound)
     assert "for the forward and backward passes" not in text
     assert "bfloat16 compute, float32" not in text
     # The memory: the recipe's float32 tanh and JAX's converts, not XLA:CPU alone.
@@ -184,9 +173,8 @@ def test_mixed_precision(book):
         "tensorfloat32": "HIGH",
         "float32": "HIGHEST",
     }
-    errs = {err for _, err in precs.values()}
-    # (Below 1e-3: the claim's own bound.)
-    assert len(errs) == 1 and float(errs.pop()) >= 0
+    # On this CPU every setting computes in float32: one error for all five.
+    assert len({err for _, err in precs.values()}) == 1
 
 
 def test_gradient_accumulation(book):
@@ -195,8 +183,7 @@ def test_gradient_accumulation(book):
     # Automatic accumulation and the pcast version equal the full batch's gradients
     # (acc_err is the pcast version's, the one printed above the sentence glued
     # with it); the first try does not.
-    # (Below 1e-5 accumulated, above 1e-2 naively: the claims' own bounds.) The
-    # naive error is larger than either accumulated one.
+    # The naive error is larger than either accumulated one.
     assert float(g["acc_err_naive"]) > max(float(g["acc_err"]), float(g["acc_err_auto"]))
     assert g["n_micro_text"] == "4"
     # One all-reduce each: in the loop body when left to the compiler (and in the
@@ -221,7 +208,6 @@ def test_gradient_accumulation(book):
 def test_collective_matmul(book):
     g = glued(book, CH)
     # Both versions equal X @ W (cm_err is the larger difference).
-    # (Below 1e-3: the claim's own bound.)
     assert float(g["cm_err"]) >= 0 and g["cm_bf16_permutes"] == ["f32"]
     block = (512 // 8) * 256 * 4  # one device's rows of X, float32
     assert g["cm_blk"] == format_bytes(block) and g["cm_sent"] == format_bytes(7 * block)
@@ -281,7 +267,7 @@ def test_mixed_precision_buffers(book):
     """The temporaries are not halved: the float32 matmul results (from
     preferred_element_type) are stored beside the bfloat16 activations."""
     shapes = glued(book, CH)["mixed_big_buffers"]
-    # (Two of each: the claim's own condition.) Both dtypes hold the same shape.
+    # Both dtypes hold the same shape.
     assert {s.split("[")[1] for s in shapes} >= {"4096,512]"}
 
 
@@ -314,8 +300,6 @@ def test_multisteps(book):
     whole batch, and a call's memory follows the batch it is given."""
     g = glued(book, CH)
     assert g["ms_changed"] == [False, False, False, True]
-    assert float(g["ms_err"]) >= 0  # below 1e-5: the claim's own bound
-    assert float(g["ms_temp_ratio"]) > 2
     assert g["ms_acc_bytes"] == format_bytes(WEIGHT_ELEMS * 4 + BIAS_BYTES)
 
 
@@ -327,7 +311,6 @@ def test_solver_loop_in_one_program(book):
     assert g["newton_jac"] == format_bytes(jac)
     assert jac <= g["newton_temp_bytes"] < 8 * jac
     assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
-    assert float(g["newton_residual"]) >= 0  # below 1e-5: the claim's own bound
 
 
 def test_names_inside_loops(book):
@@ -335,9 +318,7 @@ def test_names_inside_loops(book):
     trace, not the iterations; a named_call function's operations carry its name, once
     per iteration."""
     g = glued(book, CH)
-    assert isinstance(g["loop_marks"], int)  # 1: the claim's own condition
     assert g["loop_block_events"] == 5  # the scan's length: ws holds 5 weights
-    # (The body ran once: the claim's own condition.)
     assert g["loop_fact"] == math.factorial(10) and isinstance(g["loop_body_runs"], int)
     named = g["loop_block_ops"]
     assert len(named) >= 2 and set(named.values()) == {5}, named
@@ -356,8 +337,6 @@ def test_exec_time_effort(book):
     assert "effort_ms" not in glued(book, CH)
     assert "they rank nothing" in text
     assert "LLVM optimising the machine code. Its" not in text
-    assert pct(g["level0_compile_share"]) > 0  # above 0.3: the claim's own bound
-    assert isinstance(g["effort_run"], float)  # 0: the claim's own condition
     assert g["level0_same"][0] is True  # level 0: the default's HLO too
 
 

@@ -31,10 +31,7 @@ def test_values_and_gradients_equal_one_device(book):
         got, ref = g[key]
         assert got == pytest.approx(ref, rel=1e-5), key
     assert all(lo == pytest.approx(g["dp_losses"][2], rel=1e-5) for lo in g["dp_losses"][:2])
-    # (The gradients within 1e-5 of one device's, over 4 leaves: the claims' own.)
-    assert float(g["worst_grad"]) >= 0 and float(g["worst_circ"]) >= 0
-    assert min(g["dp_grad_diffs"]) >= 0 and float(g["loss_diff"]) < 1e-4
-    assert isinstance(g["grad_leaves"], int)
+    assert float(g["loss_diff"]) < 1e-4
     assert g["up_grad"] == [[L, D, 4 * D], "P('stage',)"]
 
 
@@ -61,7 +58,6 @@ def test_vma_error_is_shown(book):
 def test_cond_runs_one_branch_per_stage(book):
     g = glued(book, "pipeline")
     assert g["cond_branches"] == [(0, "heavy")] + [(s, "light") for s in range(1, P)]
-    assert isinstance(g["cond_count"], int)  # 1: the claim's own condition
     # Even stages send 10x their value right, odd stages 100x left. With the sends
     # outside the cond every device receives what was meant for it; inside the
     # branches the result differs (the page's point: a wrong answer, no error).
@@ -91,10 +87,7 @@ def test_training_step_with_embedding_head_and_optax(book):
     g = glued(book, "pipeline")
     got, ref = g["lm_losses"]
     assert got == pytest.approx(ref, rel=1e-5)
-    assert float(g["lm_grad_worst"]) >= 0  # below 1e-5: the claim's own bound
     assert float(g["lm_worst"]) < 1e-2  # less than one of Adam's steps (lr)
-    # The same update from the same gradients (below 1e-6: the claim's own bound).
-    assert float(g["lm_same"]) >= 0
     assert g["lm_specs_out"] == ["P('stage',)"] * 2
     kinds = sorted(g["lm_sent"])
     assert kinds.count(["collective-permute", True]) == 2
@@ -242,7 +235,6 @@ def test_per_sample_gradients_and_multisteps(book):
         "shard_map, pcast True": samples,
     }
     has_cond, first, second, applied = g["multisteps"]
-    # (A cond, no move on the first step, one applied: the claim's own condition.)
     assert isinstance(first, float) and isinstance(applied, int)
     assert second == pytest.approx(1e-2, rel=0.01)  # one AdamW step: about lr
 
@@ -268,8 +260,6 @@ def test_dropout_in_a_stack(book):
     g = glued(book, "pipeline")
     assert g["drop_key_shape"] == (3,)  # one key per block
     assert g["drop_own_distinct"] == 3
-    # A broadcast key: one mask (the claim's own condition).
-    assert isinstance(g["drop_bcast_distinct"], int)
     assert g["drop_split_distinct"] == 3
     assert g["drop_split_restored"] == ()
 
@@ -300,9 +290,7 @@ def test_one_f_one_b_with_fwd_and_bwd(book):
                 want.append(f"F{warm + i}")
         assert ran == want
     assert g["f1b_peak"] == [stages - s for s in range(stages)]
-    assert float(g["f1b_worst"]) >= 0  # below 1e-5: the claim's own bound
     assert g["f1b_compiled"] == stages - 1
     set_bytes, copied, x_bytes = g["f1b_set_bytes"]
     assert x_bytes == 32 // m * 32 * 4  # a microbatch: 4 rows of D = 32 float32s
     assert copied > set_bytes / 2 and x_bytes < set_bytes / 10
-    assert float(g["f1b_remat_diff"]) >= 0  # below 1e-6: the claim's own bound

@@ -72,7 +72,6 @@ def test_pmap_jaxprs_and_programs(book):
     # ... and the three pmap variants compile to the same work, with no collective.
     compiled = g["pmap_compiled"]
     assert list(compiled) == ["pmap", "jit(pmap)", "pmap(jit)"]
-    # (All three the same: the claim's own condition.)
     flops, fusions, collectives = compiled["pmap"]
     assert collectives == 0 and fusions >= 1
     assert abs(flops - 2 * 256**3) < 0.2e6  # one 256x256 matmul, + tanh and sum

@@ -21,7 +21,6 @@ def test_random_distributions(book, g):
     expected = {"normal": 0.0, "uniform": 0.5, "gamma": 2.0, "beta": 2 / 7, "poisson": 3.0}
     for name, mean in expected.items():
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
-    assert float(g["largest_z"]) > 0  # below 4: the claim's own bound
     assert float(g["xy_corr"]) == pytest.approx(0.8, abs=0.03)
     soup = bookcheck.parsed_page(book, "random")
     assert len(soup.select("div.cell_output img")) >= 1
@@ -34,7 +33,6 @@ def test_random_keys(g):
     assert g["legacy_plus_one"] == [1, 1]
     assert g["wrapped_same"] is True
     assert g["reused_identical"] is True  # the bug: correlation 1
-    assert isinstance(float(g["split_corr"]), float)  # |r| < 0.1: the claim's own
 
 
 def test_random_key_reuse_checker(book, g):
@@ -65,14 +63,11 @@ def test_random_batches(g):
 def test_random_in_compiled_code(g):
     assert g["constant_seed_repeats"] is True
     assert g["global_key_caught"].startswith("Previously-consumed key passed to jit")
-    assert isinstance(g["noisy_step_distinct"], int)  # 3: the claim's own condition
     assert float(g["scan_walk_gap"]) < 1e-5
     assert g["stateful_differs"] is False
 
 
 def test_random_per_device(g):
-    # (8 distinct rows each way: the claims' own conditions.)
-    assert isinstance(g["split_rows"], int) and isinstance(g["fold_rows"], int)
     assert g["fold_row_is_fold_in"] is True
     assert g["fold_same_as_split"] is True  # an implementation detail, said so
 
@@ -91,7 +86,6 @@ def test_random_sharded(g):
     rows, cols = 1, 4
     assert f"u32[{rows},{cols}]" in arrays["8 devices"]
     assert g["block_bytes"] == rows * cols * np.dtype(np.float32).itemsize
-    assert float(g["flops_ratio"]) > 0  # above 4: the claim's own bound
     assert g["flag_off_same_bits"] is True
     off = g["collectives_off"]
     assert "all-gather" in off or "collective-permute" in off
@@ -140,7 +134,6 @@ def test_random_gpu_determinism(g):
     values = np.asarray(jax.random.normal(jax.random.key(0), (1000,)), dtype=np.float64)
     for total in bits.values():
         assert float(np.uint32(total).view(np.float32)) == pytest.approx(values.sum(), abs=1e-4)
-    assert isinstance(float(g["order_diff"]), float)  # in (0, 1e-4): the claim's own
     assert g["grad_scatters"] == {
         "grad of table[ids]": ["scatter-add"],
         "grad of max pooling": ["select_and_scatter_add"],
@@ -159,13 +152,11 @@ def test_random_exercises(g):
     assert float(g["pi_hat"]) == pytest.approx(np.pi, abs=0.02)
     assert g["pi_reproducible"] == (True, True)
     assert float(g["pi_diagonal"]) == pytest.approx(4 / np.sqrt(2), abs=0.02)
-    assert isinstance(g["dropout_masks"], int)  # 8: the claim's own condition
     assert float(g["dropout_mean"]) == pytest.approx(1.0, abs=0.05)
 
 
 def test_random_keys_from_names_and_seeds(g):
     shape, distinct = g["grid_keys"]
-    # (A 3 x 4 grid of 12 distinct keys: the claim's own condition.)
     assert len(shape) == 2 and isinstance(distinct, int)
     bits = g["seed_bits"]
     # Only the low 32 bits of a seed count: (hi, lo) words of the key's data.

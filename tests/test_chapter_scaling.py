@@ -212,13 +212,11 @@ def test_the_100x_model(book):
     assert int(g["comm_grow_tp"]) < int(g["comm_grow_fsdp"]) / 2
     assert 10 <= int(g["comm_grow_tp"]) and int(g["comm_grow_fsdp"]) > 50
     # FSDP keeps whole weights and the whole gradient sum: about twice the params.
-    assert float(g["fsdp_temp_x"]) > 0  # within [1.5, 2.5]: the claim's own bounds
     assert float(g["fsdp_temp_x"]) == pytest.approx(
         big["FSDP"]["temp"] / (4 * n_params_of(10 * WIDTH)), abs=0.06
     )
     # Memory in all: data parallelism's total is the state twice (in and out,
     # nothing donated): params + Adam's two moments, float32, 24 B per parameter.
-    # (No alias without donation: the claim's own condition.)
     assert big["data parallel"]["temp"] < 2**20 and isinstance(g["dp_alias_big"], int)
     n_big = n_params_of(10 * WIDTH)
     assert big["data parallel"]["in_all"] == pytest.approx(2 * 3 * 4 * n_big, rel=0.01)
@@ -247,15 +245,12 @@ def test_remat_and_offload(book):
     assert g["remat_verdict_big"].startswith("grows" if t1 > t0 else "stays")
     # ...because the compiled program dropped the checkpoints' barriers (and with them
     # the recomputation), while the GPT's kept its recomputation.
-    # (Some lowered, none compiled: the claim's own condition.)
     assert isinstance(g["barriers_lowered"], int) and isinstance(g["barriers_compiled"], int)
     # A scanned stack: the checkpointed body saves temporary memory.
     scan = g["scan_remat"]
     assert scan["True"] < scan["False"], scan
     assert g["scan_temp_after"] == format_bytes(scan["True"])
     # Offload: residuals typed for host memory; the CPU program reserves none.
-    # (Some offloaded, no host temporaries: the claims' own conditions.)
-    assert int(g["n_offloaded"]) >= 0 and isinstance(g["offload_host_bytes"], int)
     assert g["offload_example"].startswith("f32<host>[")
 
 
@@ -270,7 +265,7 @@ def test_created_sharded(book):
     mem = g["born_mem"]
     (one_out, one_temp), (out, temp) = mem["normal, one device"], mem["normal, 8 devices"]
     assert one_out == whole and out == whole // 8
-    assert one_temp > temp > 0  # about 8 times: the claim's own bounds
+    assert one_temp > temp > 0
     assert mem["old generator"][1] > whole
     assert mem["zeros, one device"][0] == whole
     assert mem["zeros, 8 devices"] == [whole // 8, 0]
@@ -315,7 +310,6 @@ def test_checkpoint_policies(book):
     assert kept["dots_saveable"] - kept["dots_with_no_batch_dims_saveable"] == batched
     assert g["batched_bytes"] == format_bytes(batched)
     assert kept["nothing_saveable"] == kept["no policy"]
-    # (everything_saveable within 64 bytes of no checkpoint: the claim's own bound.)
     assert (
         kept["nothing_saveable"]
         < kept["dots_with_no_batch_dims_saveable"]

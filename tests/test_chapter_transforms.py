@@ -155,7 +155,6 @@ def test_first_call_stages(book):
 def test_python_runs_eager_vs_jit(book):
     """Eager code runs its Python on every call; jitted code once, while tracing."""
     g = glued(book, "transforms")
-    # (Once under jit, more than once eagerly: the claim's own condition.)
     assert isinstance(g["jit_step_runs"], int) and isinstance(g["step_eager_runs"], int)
     assert g["vmap_runs"] == (3, 1)
 

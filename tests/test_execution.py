@@ -1,12 +1,14 @@
-"""The build's staleness and execution passes (jaxguide_build.staleness,
-.execution, .kernels).
+"""The build's execution: which chapters execute and in what order, how a failure is
+reported, the build lock (jaxguide_build.execution), and the kernels that execute them
+with their compilation cache (jaxguide_build.jupyter_kernels).
 
 Never stale: a change to jaxguide re-executes exactly the chapters that import the
-changed module, and a rebuild with nothing changed executes nothing.
+changed module (jaxguide_build.staleness decides which: tests/test_staleness.py), and a
+rebuild with nothing changed executes nothing.
 
-Runs on a two-page book in a temporary copy of the repository. The build runs with
-PYTHONPATH pointing at the copy's src/, so the kernel and the extension both see the
-copy of jaxguide, which the test edits.
+The build tests run on a two-page book in a temporary copy of the repository. The build
+runs with PYTHONPATH pointing at the copy's src/, so the kernel and the extension both
+see the copy of jaxguide, which the test edits.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 from bookcheck import MYST_HEADER, ROOT, assert_quiet
+from jaxguide_build import execution, jupyter_kernels
 
-# The tests that build a book or start kernels carry the ``book`` marker (make test,
+# The tests that build a book or start kernels carry the ``builds`` marker (make test,
 # not make unit); the checks of the passes' pure functions below them do not.
 USES_COMPILED = (
     MYST_HEADER
@@ -115,7 +119,10 @@ def test_rebuilds_exactly_what_a_jaxguide_change_affects(tmp_path):
     assert "size: 512 B" in (repo / "_build/html/a.html").read_text()
     # The kernels kept JAX's compiled programs in the build's own folder, one folder
     # per chapter.
-    assert any(p.name.startswith("jit_") for p in (repo / "_build/.jax_cache/a").iterdir())
+    assert any(
+        p.name.startswith("jit_")
+        for p in (repo / "_build" / jupyter_kernels.CACHE_FOLDER / "a").iterdir()
+    )
 
     log, seconds = build(repo)
     assert executed(log) == set(), "a rebuild with nothing changed executed something"
@@ -309,23 +316,6 @@ def test_a_chapter_that_counts_compile_logs_starts_from_an_empty_cache(monkeypat
     assert "JAX_COMPILATION_CACHE_DIR" not in jupyter_kernels.notebook_env(both, "counts")
 
 
-def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
-    from jaxguide_build import staleness
-
-    calls = []
-    real = staleness.imports_of
-    monkeypatch.setattr(staleness, "imports_of", lambda code: calls.append(1) or real(code))
-    staleness.load_memo(tmp_path)
-    assert staleness.cached_imports(["import optax"]) == ({"optax"}, set())
-    key = next(iter(staleness._MEMO["imports"]))
-    staleness.save_memo(tmp_path, {key})
-    staleness.load_memo(tmp_path)
-    assert staleness.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 1
-    (tmp_path / staleness.MEMO).write_text("{not json")
-    staleness.load_memo(tmp_path)
-    assert staleness.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 2
-
-
 def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
     from jaxguide_build import jupyter_kernels
 
@@ -357,3 +347,92 @@ def test_chapters_are_ordered_longest_first_by_their_code(tmp_path):
     (tmp_path / "t.md").write_text(short + "```\n")  # a tie goes by name
     paths = [tmp_path / n for n in ("t.md", "s.md", "l.md")]
     assert [p.stem for p in sorted(paths, key=longest_first)] == ["l", "s", "t"]
+
+
+def test_failure_report_names_chapter_error_and_cell():
+    tb = (
+        "An error occurred while executing the following cell:\n------------------\n"
+        "x = 1\nprint(1 / 0)\n------------------\n\n\x1b[31mZeroDivisionError\x1b[39m Traceback\n"
+        "Cell In[3], line 2\n\x1b[31mZeroDivisionError\x1b[39m: division by zero\n"
+    )
+    report = execution.failure_report("numpy", tb)
+    head, where, *cell = report.splitlines()
+    assert head == "[jaxguide-build] chapter 'numpy' failed: ZeroDivisionError: division by zero"
+    assert where == "  in the cell:" and cell == ["    x = 1", "    print(1 / 0)"]
+
+
+def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
+    import subprocess
+    import time
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time, types; from jaxguide_build import execution as e;"
+                "e.lock_build(types.SimpleNamespace(outdir=sys.argv[1]), None); print('held', flush=True);"
+                "time.sleep(2)"
+            ),
+            str(tmp_path / "_build" / "html"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    start = time.perf_counter()
+    execution.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "_build" / "html")), None)
+    waited = time.perf_counter() - start
+    holder.wait(timeout=30)
+    assert waited > 1.0, waited
+    execution._LOCK.close()
+    # Another output folder does not wait.
+    start = time.perf_counter()
+    execution.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "other" / "html")), None)
+    assert time.perf_counter() - start < 0.5
+    execution._LOCK.close()
+
+
+SCOPED = """\
+import sys
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+def f(x):
+    with jax.named_scope(sys.argv[1]):
+        return jnp.sin(x) * 2
+
+print(jax.jit(f).lower(np.ones(4, np.float32)).compile().as_text())
+"""
+
+
+def test_the_compilation_cache_never_shows_a_renamed_scopes_old_name(tmp_path):
+    """The build's kernels share a compilation cache from one build to the next. A
+    chapter edited to rename a ``named_scope`` prints the new name in its compiled
+    program, not the one a cached executable was compiled with; the same program run
+    again from a cell file in another folder (IPython's folder is named after the
+    kernel's process id) still loads from the cache."""
+    import subprocess
+
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    env.update(jupyter_kernels.compilation_cache_env(cache))
+
+    def compiled_text(folder: str, scope: str) -> str:
+        cell = tmp_path / folder / "cell.py"
+        cell.parent.mkdir()
+        cell.write_text(SCOPED)
+        run = subprocess.run(
+            [sys.executable, str(cell), scope], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    assert "/before/sin" in compiled_text("ipykernel_1", "before")
+    entries = sorted(p.name for p in cache.iterdir())
+    assert any(name.startswith("jit_f-") for name in entries)
+    compiled_text("ipykernel_2", "before")
+    assert sorted(p.name for p in cache.iterdir()) == entries, "the cache missed"
+    renamed = compiled_text("ipykernel_3", "after")
+    assert "/after/sin" in renamed and "before" not in renamed

@@ -15,10 +15,11 @@ its page's, made by tools/make_notebooks.py and checked up to date
 (tests/test_notebooks.py), and the build executes every page strictly; what only the
 full run checks is that the other chapters' outputs are reproducible.
 
-tests/conftest.py drives it through two fixtures: ``wheel_notebooks`` (the result, once
-per session) and ``_book_build``, which starts the run while the book builds and calls
+tests/timeline.py starts the run (:func:`start`) while the book builds, and calls
 :func:`book_built` when the build's chapters have executed, so that the notebooks execute
-then (while Sphinx writes the pages), with the compilation cache the build filled.
+then (while Sphinx writes the pages), with the compilation cache the build filled;
+tests/conftest.py's ``wheel_notebooks`` fixture hands out the result (:func:`result`),
+starting the run itself when the session builds no book.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import subprocess
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookcheck import BUILD_TIMEOUT, ROOT
@@ -65,16 +66,22 @@ class WheelRun:
     # whose log holds a traceback
 
 
-_WHEEL_RUN: dict[str, concurrent.futures.Future[WheelRun]] = {}
-# Set when the session's book build has executed its chapters; _BOOK_CACHE["folder"] is
-# then its JAX compilation cache (tools/jaxguide_build/jupyter_kernels.py: one folder per
-# chapter), and _BOOK_SECONDS each chapter's execution time there.
-_BOOK_BUILT = threading.Event()
-_BOOK_CACHE: dict[str, Path] = {}
-_BOOK_SECONDS: dict[str, float] = {}
+@dataclass
+class _BookExecuted:
+    """What the session's book build hands this run once its chapters have executed
+    (:func:`book_built`)."""
 
-#: The notebooks ``make test`` runs from the wheel: five of the cheapest, with one device and with eight, a subprocess, the random stream and
-#: sharded programs among them.
+    done: threading.Event = field(default_factory=threading.Event)  # set then
+    cache: Path | None = None  # its JAX compilation cache (a folder per chapter)
+    seconds: dict[str, float] = field(default_factory=dict)  # each chapter's time there
+
+
+#: This session's run, once :func:`start` has begun it.
+_run: concurrent.futures.Future[WheelRun] | None = None
+_book = _BookExecuted()
+
+#: The notebooks ``make test`` runs from the wheel: five of the cheapest, with one device
+#: and with eight, a subprocess, the random stream and sharded programs among them.
 SAMPLE = ("migration", "pmap", "pytrees", "random", "sharding")
 #: Set to ``all`` to run every notebook (``make notebooks-check``, and the workflow).
 CHOICE_VARIABLE = "JAXGUIDE_WHEEL_RUN"
@@ -110,9 +117,10 @@ def start(tmp: Path, wait_for_book: bool = False) -> None:
     """Start :func:`run_notebooks_from_a_wheel` in a thread in ``tmp``, once per session
     (later calls do nothing). With ``wait_for_book``, its notebooks wait for
     :func:`book_built`."""
-    if "future" not in _WHEEL_RUN:
+    global _run
+    if _run is None:
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        _WHEEL_RUN["future"] = pool.submit(run_notebooks_from_a_wheel, tmp, wait_for_book)
+        _run = pool.submit(run_notebooks_from_a_wheel, tmp, wait_for_book)
         pool.shutdown(wait=False)
 
 
@@ -120,16 +128,16 @@ def book_built(cache: Path, seconds: dict[str, float] | None = None) -> None:
     """The session's book build has executed its chapters (``seconds``: each one's
     execution time, when the build's log gives them); ``cache`` is its JAX compilation
     cache."""
-    _BOOK_CACHE["folder"] = cache
-    _BOOK_SECONDS.update(seconds or {})
-    _BOOK_BUILT.set()
+    _book.cache = cache
+    _book.seconds.update(seconds or {})
+    _book.done.set()
 
 
 def expected_seconds(notebook: Path, cached: bool) -> float:
     """How long ``notebook`` should take here: its chapter's time in the book build (a
     third less with the build's compilation cache), or, without one, its size in bytes
     (a longer notebook takes longer): what orders the run, longest first."""
-    build = _BOOK_SECONDS.get(notebook.stem)
+    build = _book.seconds.get(notebook.stem)
     if build is None:
         return float(notebook.stat().st_size)
     return build * (2 / 3 if cached else 1.0)
@@ -137,7 +145,8 @@ def expected_seconds(notebook: Path, cached: bool) -> float:
 
 def result() -> WheelRun:
     """The run :func:`start` began, once it has finished."""
-    return _WHEEL_RUN["future"].result()
+    assert _run is not None, "result() before start()"
+    return _run.result()
 
 
 def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelRun:
@@ -146,10 +155,10 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     with ``wait_for_book``).
 
     With ``wait_for_book``, the notebooks start only when the session's book build has
-    executed its chapters (:func:`book_built`), and each gets JAX's persistent compilation cache in the folder the build
-    filled for its chapter, as the build's own re-executions do: the same programs are
-    not compiled twice, and nothing else changes (a cached program is the program XLA
-    would compile). Notebooks whose code reads compilation itself (compile times,
+    executed its chapters (:func:`book_built`), and each gets JAX's persistent
+    compilation cache in the folder the build filled for its chapter, as the build's own
+    re-executions do: the same programs are not compiled twice, and nothing else
+    changes (a cached program is the program XLA would compile). Notebooks whose code reads compilation itself (compile times,
     explained cache misses, ``jax.distributed``: ``CACHE_OFF`` in
     tools/jaxguide_build/jupyter_kernels.py) compile from scratch, as in the build
     (the rule is :func:`~jaxguide_build.jupyter_kernels.notebook_env`'s). Executing after
@@ -185,9 +194,9 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     }
     cache = None
     if wait_for_book:
-        if not _BOOK_BUILT.wait(timeout=BUILD_TIMEOUT):
+        if not _book.done.wait(timeout=BUILD_TIMEOUT):
             raise TimeoutError(f"the book build did not execute its chapters in {BUILD_TIMEOUT} s")
-        cache = _BOOK_CACHE.get("folder")
+        cache = _book.cache
 
     def env_for(nb: Path) -> dict[str, str]:
         """The build's rule for a kernel's environment (jupyter_kernels.notebook_env),

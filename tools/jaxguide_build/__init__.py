@@ -62,7 +62,7 @@ file or folder                     written by            what it holds
 =================================  ====================  ===========================================
 
 The tests add ``.jax_cache_unit/`` (``make unit``'s compilation cache), ``.idle-phase``
-and ``mypy.log`` (``make test``: tests/session.py, the Makefile).
+and ``mypy.log`` (``make test``: tests/timeline.py, the Makefile).
 
 The scripts ``tools/make_notebooks.py``, ``tools/make_questions.py``,
 ``tools/check_jax_floor.py``, ``tools/check_jax_newest.py`` and ``tools/jaxguide_serve.py``

@@ -22,8 +22,8 @@ Each fix below keeps Sphinx's result and only skips work whose result is already
 Each fix reaches into a package's internals, so its code is here but its entry is in
 :data:`jaxguide_build.patches.PATCHES` ("sphinx-exercise registry", "sphinx figure
 numbers", "sphinx pickled doctrees"), under that table's rule for untested releases:
-:func:`setup` installs them there before it applies them. (tests/test_tools.py checks
-each against the upstream behaviour on a built book.)
+:func:`setup` installs them there before it applies them. (tests/test_incremental.py
+checks each against the upstream behaviour on a built book.)
 """
 
 from __future__ import annotations

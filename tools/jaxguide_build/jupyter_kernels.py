@@ -49,6 +49,10 @@ CACHE_OFF = re.compile(
 #: count), and the notebooks' run from a wheel (tests/wheelrun.py) reads them back.
 CACHE_FRESH = re.compile(r"log_compiles")
 
+#: The build's JAX compilation cache: this folder, next to the build's ``html/``, holds a
+#: folder per chapter (:func:`kernel_settings`; tests/bookbuild.py reads it back).
+CACHE_FOLDER = ".jax_cache"
+
 
 #: Python source defining ``run_notebook(nb, path, timeout)``: execute the notebook ``nb``
 #: (an ``nbformat`` node, filled in place) in a fresh ``python3`` kernel working in the
@@ -192,7 +196,7 @@ def kernel_settings(app: Sphinx, config: Config) -> None:
     # prints what differs and carries on.
     KERNEL_ENV["JAXGUIDE_STRICT_CLAIMS"] = "1"
     if config.jaxguide_compilation_cache:
-        folder = Path(app.outdir).parent / ".jax_cache"
+        folder = Path(app.outdir).parent / CACHE_FOLDER
         trim_cache(folder)
         KERNEL_ENV.update(compilation_cache_env(folder))
 

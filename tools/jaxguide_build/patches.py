@@ -275,7 +275,7 @@ PATCHES: dict[str, Patch] = {
         "jupyter-cache",
         "1.0.",
         "each chapter parsed three times before it executes",
-        "jupyter_cache.cache.main.get_reader (tests/test_tools.py::"
+        "jupyter_cache.cache.main.get_reader (tests/test_patches.py::"
         "test_jupyter_cache_parses_a_chapter_once_per_version)",
     ),
     "jupyter-cache parallel executor": Patch(
@@ -290,7 +290,7 @@ PATCHES: dict[str, Patch] = {
         "sphinx",
         "7.4.",
         "every chapter's doctree unpickled to number figures at each rebuild",
-        "TocTreeCollector.assign_figure_numbers (tests/test_tools.py::"
+        "TocTreeCollector.assign_figure_numbers (tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
     ),
     "sphinx pickled doctrees": Patch(
@@ -298,14 +298,14 @@ PATCHES: dict[str, Patch] = {
         "7.4.",
         "each doctree read from disk a second time while figures are numbered",
         "the private env._pickled_doctree_cache that incremental.skeleton_of reads "
-        "(tests/test_tools.py::"
+        "(tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
     ),
     "sphinx-exercise registry": Patch(
         "sphinx-exercise",
         "1.2.",
         "every chapter's doctree pickled with the environment, through the exercises",
-        "what env.sphinx_exercise_registry holds (tests/test_tools.py::"
+        "what env.sphinx_exercise_registry holds (tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
     ),
 }

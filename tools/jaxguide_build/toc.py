@@ -6,7 +6,7 @@ toc Jupyter Book accepts (``parts:`` with captions, a flat ``chapters:`` list, n
 ``sections:``) gives the same pages here, in the book's reading order.
 
 ``pages()`` gives ``['index', 'numpy', ...]``; ``parts()`` the same grouped by part
-caption. tests/test_tools.py checks each toc form.
+caption. tests/test_toc.py checks each toc form.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ tests/conftest.py), and mypy in the session's last part. Four things overlap:
    chapters execute two at a time (tools/jaxguide_build/execution.py).
 2. **The tests that need no book** run meanwhile, in pytest's own thread, at a lower CPU
    priority (:data:`TESTS_NICENESS`), so the build keeps both cores when it needs them.
-   tests/bookcheck.py's ``suite_order`` puts them first.
+   :func:`suite_order` puts them first.
 3. **The notebooks' run from a wheel** (tests/wheelrun.py), when a collected test asks
    for it: its clean environment is made during the build, and its notebooks execute
    once the build's log says the chapters have (:func:`_tell_the_wheel_run`), while
@@ -25,12 +25,17 @@ Once the book is built the tests use about one core, so the session then writes
 priority on what is left. Only a session that builds the book writes it (``make unit``
 and a session reusing a build through ``JAXGUIDE_TEST_BUILD`` write nothing); the
 Makefile also writes it when pytest ends, so mypy always runs.
+
+The marker rules live here too (:data:`MARKED_FIXTURES`): a test that uses the built book
+is marked ``book``, so ``make unit`` never builds it, and a test marked ``book`` or
+``browser`` uses what its marker stands for, so ``make unit`` skips no test it could run.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import pytest
 
@@ -52,7 +57,8 @@ TESTS_NICENESS = 5
 #: ends: ``make test`` starts the type check then (Makefile, ``test``).
 IDLE_PHASE = ROOT / "_build" / ".idle-phase"
 
-_BUILD: dict[str, BookBuild] = {}
+#: The book build this session started (:func:`start`), if it started one.
+_build: BookBuild | None = None
 
 
 def needs(items: list[pytest.Item], fixture: str) -> bool:
@@ -68,21 +74,22 @@ def start(items: list[pytest.Item], tmp_path_factory: pytest.TempPathFactory) ->
         return
     if needs(items, "wheel_notebooks"):
         wheelrun.start(tmp_path_factory.mktemp("wheel"), wait_for_book=True)
+    global _build
     build = BookBuild(tmp_path_factory.mktemp("book"))
-    _BUILD["build"] = build
+    _build = build
     os.nice(TESTS_NICENESS)
     threading.Thread(target=_tell_the_wheel_run, args=(build,), daemon=True).start()
 
 
 def build() -> BookBuild | None:
     """The build this session started, if it started one."""
-    return _BUILD.get("build")
+    return _build
 
 
 def stop() -> None:
     """Stop this session's build, if it is still running."""
-    if "build" in _BUILD:
-        _BUILD["build"].stop()
+    if _build is not None:
+        _build.stop()
 
 
 def _tell_the_wheel_run(build: BookBuild) -> None:
@@ -97,6 +104,70 @@ def _tell_the_wheel_run(build: BookBuild) -> None:
 
 def enter_idle_phase() -> None:
     """Write :data:`IDLE_PHASE`, if this session builds the book."""
-    if "build" in _BUILD and not IDLE_PHASE.exists():
+    if _build is not None and not IDLE_PHASE.exists():
         IDLE_PHASE.parent.mkdir(parents=True, exist_ok=True)
         IDLE_PHASE.touch()
+
+
+# --- The markers, and the suite's order ---
+
+#: The fixtures each marker stands for (tests/conftest.py, tests/test_browser.py). A test
+#: whose fixtures include one of them must carry its marker: ``make unit`` (-m "not book
+#: and not browser and not builds") never builds the book or starts Chromium. Conversely,
+#: a test marked ``book`` or ``browser`` must use one of them, or ``make unit`` skips a
+#: test it could run. (Tests that build a small book of their own, from ``book_copy`` or
+#: a folder of their own, are marked ``builds``: make unit skips them too. No fixture
+#: tells those apart, so that marker is not checked.)
+MARKED_FIXTURES = {"book": ("book", "wheel_notebooks"), "browser": ("browser",)}
+#: Fixtures that build or execute the whole book.
+BOOK_FIXTURES = MARKED_FIXTURES["book"]
+
+
+def unmarked_book_tests(items: list) -> list[str]:
+    """The ids of collected tests that use a book fixture without the ``book`` marker."""
+    return [
+        item.nodeid
+        for item in items
+        if set(BOOK_FIXTURES) & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("book") is None
+    ]
+
+
+def needlessly_marked_tests(items: list) -> list[str]:
+    """The ids of collected tests marked ``book`` or ``browser`` whose fixtures (their
+    whole closure) include none of :data:`MARKED_FIXTURES`: ``make unit`` skips them for
+    nothing."""
+    fixtures = {f for names in MARKED_FIXTURES.values() for f in names}
+    return [
+        item.nodeid
+        for item in items
+        if any(item.get_closest_marker(m) is not None for m in MARKED_FIXTURES)
+        and not fixtures & set(getattr(item, "fixturenames", ()))
+    ]
+
+
+def suite_order(items: list) -> list:
+    """The collected tests in the order that keeps this 2-core machine's cores busy.
+
+    The book builds in the background from the session's first test (:func:`start`),
+    so the tests that need no book run first, beside it. Then the tests of the built book;
+    the notebooks' run from a wheel (tests/wheelrun.py) executes its chapters in the
+    background meanwhile, so the tests that read its result come after
+    those. The browser checks that open every page run in a thread of their own from the
+    first browser test on (tests/test_browser.py: ``background``), so the tests that read
+    their results come after the other tests of the built book. The tests marked ``idle``
+    (Lighthouse: its mobile simulation scales the main-thread time it observes, so a busy
+    machine scores a fast page low) come last, when nothing else runs. Within each group
+    the order is pytest's."""
+
+    def group(item: Any) -> int:
+        names = getattr(item, "fixturenames", ())
+        if item.get_closest_marker("idle") is not None:
+            return 4
+        if "wheel_notebooks" in names:
+            return 3
+        if "background" in names:
+            return 2
+        return int(any(f in names for f in BOOK_FIXTURES))
+
+    return sorted(items, key=group)
