@@ -378,8 +378,6 @@ def test_the_cures_run(book):
     against the loop in one call; the first Newton step overshoots."""
     g = glued(book, CH)
     assert pct(g["idle_cured"]) < pct(g["idle_share"])
-    assert float(g["newton_calls_over_loop"]) > 0  # above 1: the claim's own bound
-    assert float(g["newton_same_answer"]) >= 0  # below 1e-5: the claim's own bound
     assert float(g["newton_overshoot"]) > 1.0  # the start's residual is 1.0
 
 

@@ -272,6 +272,18 @@ def _message(buf: bytes) -> dict[int, list[int | bytes]]:
     return fields
 
 
+def _int(value: int | bytes) -> int:
+    if not isinstance(value, int):
+        raise ValueError("read_memory_profile: a pprof field that holds a number holds bytes")
+    return value
+
+
+def _sub(value: int | bytes) -> dict[int, list[int | bytes]]:
+    if not isinstance(value, bytes):
+        raise ValueError("read_memory_profile: a pprof field that holds a message holds a number")
+    return _message(value)
+
+
 def read_memory_profile(path: str | os.PathLike[str]) -> list[Allocation]:
     """Read what ``jax.profiler.save_device_memory_profile`` wrote (gzipped pprof).
 
@@ -297,23 +309,26 @@ def read_memory_profile(path: str | os.PathLike[str]) -> list[Allocation]:
     strings = [v.decode() if isinstance(v, bytes) else "" for v in profile.get(6, [])]
     functions = {}
     for f in profile.get(5, []):
-        m = _message(f)
-        functions[m[1][0]] = (strings[m.get(2, [0])[0]], strings[m.get(4, [0])[0]])
+        m = _sub(f)
+        name, file = _int(m.get(2, [0])[0]), _int(m.get(4, [0])[0])
+        functions[_int(m[1][0])] = (strings[name], strings[file])
     locations = {}
     for loc in profile.get(4, []):
-        m = _message(loc)
-        lines = [_message(line) for line in m.get(4, [])]
-        locations[m[1][0]] = [functions.get(line.get(1, [0])[0], ("?", "")) for line in lines]
+        m = _sub(loc)
+        lines = [_sub(line) for line in m.get(4, [])]
+        locations[_int(m[1][0])] = [
+            functions.get(_int(line.get(1, [0])[0]), ("?", "")) for line in lines
+        ]
     # The values' order is sample_type's: (allocations, count) and (space, bytes).
-    types = [strings[_message(t)[1][0]] for t in profile.get(1, [])]
+    types = [strings[_int(_sub(t)[1][0])] for t in profile.get(1, [])]
     found = []
     for sample in profile.get(2, []):
-        m = _message(sample)
+        m = _sub(sample)
         values = dict(zip(types, _ints(m.get(2, []))))
         labels = {}
         for label in m.get(3, []):
-            lab = _message(label)
-            labels[strings[lab[1][0]]] = strings[lab.get(2, [0])[0]]
+            lab = _sub(label)
+            labels[strings[_int(lab[1][0])]] = strings[_int(lab.get(2, [0])[0])]
         stack = tuple(frame for loc in _ints(m.get(1, [])) for frame in locations.get(loc, []))
         found.append(
             Allocation(
