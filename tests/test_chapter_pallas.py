@@ -105,11 +105,29 @@ def test_tpu_cores_and_cmem(g, text):
     assert g["vmem_sizes"]["TPU 7x"] == 64
 
 
-def test_pipeline_inside_a_kernel_on_two_cores(g):
-    # emit_pipeline over 8 blocks of 8 rows, its grid shared by the 7x's two
-    # cores in contiguous halves; Buffered(3) runs and lowers there
+def test_pipeline_inside_a_kernel_on_two_cores(g, text):
+    # emit_pipeline over 8 blocks of 8 rows, its grid shared by a megacore v5p
+    # device's two cores in contiguous halves; Buffered(3) runs and lowers there
     assert g["two_core_blocks"] == " ".join(["0"] * 4 + ["1"] * 4)
     assert g["two_core_lowered"] == "tpu_custom_call"
+    assert "for a TPU v5p: tpu_custom_call" in text
+    assert "but each is a separate JAX device" in text
+
+
+def test_tpu_7x_is_two_devices():
+    # Pallas's own table, asked independently: a 7x device has one TensorCore
+    # (the chip's two are two JAX devices), a v5p device two, as megacore
+    from jax.experimental.pallas import tpu as pltpu
+
+    with pytest.raises(ValueError, match="num_tensor_cores_per_logical_device=1"):
+        pltpu.get_tpu_info_for_chip(pltpu.ChipVersion("7x"), 2)
+    assert pltpu.get_tpu_info_for_chip(pltpu.ChipVersion("7x"), 1).num_cores == 1
+    assert pltpu.get_tpu_info_for_chip(pltpu.ChipVersion("v5p"), 2).is_megacore
+
+
+def test_7x_refusal_glued(g):
+    assert g["v7x_two_cores"].startswith("ValueError: Lite chips and dual-core chips")
+    assert g["v7x_two_cores"].endswith("but got 2.")
 
 
 def test_buffered_and_bfloat16(g):
