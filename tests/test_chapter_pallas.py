@@ -269,6 +269,21 @@ def test_vmem_limit_and_the_gpu_api(g):
     assert g["gpu_deprecated"] == "Using pl.pallas_call for Mosaic GPU kernels is deprecated"
     # the Mosaic GPU matmul: plgpu.kernel + emit_pipeline, lowered, not run
     assert g["gpu_matmul_lowered"] == "mosaic_gpu_v2, 0 warnings"
+
+
+def test_delay_release_is_a_blockspec_option(text):
+    # in 0.10.2 delay_release is an option of plgpu.BlockSpec, not of emit_pipeline,
+    # and the page's matmul uses it with wgmma_wait(1)
+    import inspect
+
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    assert "delay_release" in inspect.signature(plgpu.BlockSpec).parameters
+    assert "delay_release" not in inspect.signature(plgpu.emit_pipeline).parameters
+    assert "delay_release=1" in text and "plgpu.wgmma_wait(1)" in text
+
+
+def test_vmem_limit_and_the_gpu_api_f32(g):
     # 128 bytes of swizzle hold 128 / 4 = 32 float32: 64 columns do not match
     assert (
         g["gpu_matmul_f32"]
