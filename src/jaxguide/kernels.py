@@ -261,6 +261,9 @@ def tiled_matmul_cost(
     adding their product into an accumulator of ``(bm, bn)`` that stays on chip, and
     writing the output tile once after the last ``k`` step. Input and output tiles are
     held in ``buffers`` copies (2: one being computed on while the next is copied in).
+    The left operand is counted once per column of tiles, which holds for ``bk < k``:
+    at ``bk == k`` its block is the same at consecutive steps, and Pallas copies it
+    once, so the count is high by ``n / bn`` for it.
 
     Args:
         m, n, k: the problem's sizes, each a positive int divisible by its tile.
