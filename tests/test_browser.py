@@ -963,26 +963,6 @@ def test_site_is_served_compressed_like_github_pages(site, book):
 
 LIGHTHOUSE_MIN_PERFORMANCE = 90
 _LIGHTHOUSE: dict[str, dict] = {}
-#: Lighthouse's first run of every page, two pages at a time (:func:`_first_runs`).
-LIGHTHOUSE_AT_ONCE = 2
-_FIRST_RUNS: dict[str, concurrent.futures.Future[lighthouse.Result]] = {}
-
-
-def _first_runs(site: str, pages: list[str]) -> dict[str, concurrent.futures.Future]:
-    """Lighthouse's first run of each of ``pages``, started at the first Lighthouse
-    test, :data:`LIGHTHOUSE_AT_ONCE` at a time: the four runs take about half the time
-    they take one after the other. Two Chromiums at once slow each other's main thread,
-    which the mobile simulation scales, so a page scores a few points lower than alone
-    (bench/lighthouse.py measures every page alone, three runs each)."""
-    if not _FIRST_RUNS:
-        OUT.mkdir(parents=True, exist_ok=True)
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=LIGHTHOUSE_AT_ONCE)
-        for name in pages:
-            _FIRST_RUNS[name] = pool.submit(
-                lighthouse.run, site + f"{name}.html", keep=OUT / f"lighthouse-{name}.json"
-            )
-        pool.shutdown(wait=False)
-    return _FIRST_RUNS
 
 
 def lighthouse_pages(html: Path) -> list[str]:
@@ -998,17 +978,16 @@ def lighthouse_pages(html: Path) -> list[str]:
 )
 def test_lighthouse_mobile_scores(book, site, rank):
     """Lighthouse's mobile run (simulated slow 4G, 4x CPU slowdown) on the page served
-    with gzip: performance at least 90, accessibility and best practices 100. One run
-    (two pages at a time: :func:`_first_runs`); a performance under 90 (the simulation
-    scales the main-thread time it observes, so a loaded machine scores low) is run twice
-    more and the median of the three counts."""
+    with gzip: performance at least 90, accessibility and best practices 100. One run;
+    a performance under 90 (the simulation scales the main-thread time it observes, so
+    a loaded machine scores low) is run twice more and the median of the three counts."""
     why = lighthouse.missing()
     if why:
         pytest.fail(f"cannot run Lighthouse: {why}", pytrace=False)
-    pages = lighthouse_pages(book.html)
-    name = pages[rank]
+    name = lighthouse_pages(book.html)[rank]
+    OUT.mkdir(parents=True, exist_ok=True)
     url = site + f"{name}.html"
-    runs = [_first_runs(site, pages)[name].result()]
+    runs = [lighthouse.run(url, keep=OUT / f"lighthouse-{name}.json")]
     if runs[0].performance < LIGHTHOUSE_MIN_PERFORMANCE:
         runs += [lighthouse.run(url) for _ in range(2)]
     performance = statistics.median(r.performance for r in runs)
