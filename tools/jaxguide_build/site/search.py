@@ -114,7 +114,7 @@ class Section:
     url: str  # page.html#section-id ("page.html" for the page's first section)
     title: str  # the section's heading, as shown (with its number)
     page: str  # the page's title
-    html: str  # the section's own HTML, without the elements of _NOT_TEXT
+    html: str  # the section's own HTML, without the elements _not_text finds
     ids: frozenset[str] = frozenset()  # the ids in its own content, its own included
     links: tuple[str, ...] = ()  # a questions list's links to sections: page.html#id
 
