@@ -334,7 +334,7 @@ def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
     jupyter_kernels.trim_cache(tmp_path / "missing")  # no folder yet: nothing to do
 
 
-def test_chapters_are_ordered_longest_first_by_their_code(tmp_path):
+def test_chapters_are_ordered_launchers_first_then_longest_first_by_their_code(tmp_path):
     from jaxguide_build.execution import code_bytes, longest_first
 
     short = MYST_HEADER + "# S\n\n```{code-cell} ipython3\nx = 1\n```\n\n```python\n" + "y\n" * 99
@@ -347,6 +347,13 @@ def test_chapters_are_ordered_longest_first_by_their_code(tmp_path):
     (tmp_path / "t.md").write_text(short + "```\n")  # a tie goes by name
     paths = [tmp_path / n for n in ("t.md", "s.md", "l.md")]
     assert [p.stem for p in sorted(paths, key=longest_first)] == ["l", "s", "t"]
+    # A chapter that launches processes of its own goes first, however short its code;
+    # the words in prose or a plain block do not count.
+    launcher = "```{code-cell} ipython3\nout = distributed.launch('w.py', n_processes=2)\n```\n"
+    (tmp_path / "p.md").write_text(MYST_HEADER + "# P\n\n" + launcher)
+    (tmp_path / "q.md").write_text(MYST_HEADER + "# Q\n\ndistributed.launch(\n\n" + short + "```\n")
+    paths += [tmp_path / "p.md", tmp_path / "q.md"]
+    assert [p.stem for p in sorted(paths, key=longest_first)] == ["p", "l", "q", "s", "t"]
 
 
 def test_failure_report_names_chapter_error_and_cell():

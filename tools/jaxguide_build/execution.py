@@ -158,15 +158,31 @@ def code_bytes(path: str | Path) -> int:
     return sum(len(m) for m in CODE_CELL.findall(text))
 
 
-def longest_first(path: str | Path) -> tuple[int, str]:
-    """The key that sorts chapters longest first (most :func:`code_bytes`), then by name."""
-    return (-code_bytes(path), Path(path).stem)
+#: A code cell that starts JAX processes of its own (``jaxguide.distributed.launch``).
+LAUNCHES = re.compile(r"\bdistributed\.launch\(")
+
+
+def starts_processes(path: str | Path) -> bool:
+    """Whether a chapter's code starts JAX processes of its own and waits on them
+    (``jaxguide.distributed.launch``). Such a chapter spends seconds at a time with no
+    CPU of its own in use (a heartbeat or a collective timing out, a process that
+    sleeps); run last, with nothing beside it, its waits left both cores idle (about
+    25 s in a fresh build of 27 November 2026). Run first, the other core fills them."""
+    text = Path(path).read_text(encoding="utf-8")
+    return any(LAUNCHES.search(cell) for cell in CODE_CELL.findall(text))
+
+
+def longest_first(path: str | Path) -> tuple[bool, int, str]:
+    """The key that sorts chapters: those that start processes first
+    (:func:`starts_processes`), then longest first (most :func:`code_bytes`), then by
+    name."""
+    return (not starts_processes(path), -code_bytes(path), Path(path).stem)
 
 
 class LongestFirst(JupyterExecutorLocalMproc):
     """jupyter-cache's parallel executor (one process per core), scheduled so that both
-    cores stay busy to the end: the chapters start longest first (by :func:`code_bytes`)
-    and a worker takes the next one as soon as it is free. jupyter-cache's own
+    cores stay busy to the end: the chapters start in :func:`longest_first` order
+    (those that wait on processes of their own, then the most code first) and a worker takes the next one as soon as it is free. jupyter-cache's own
     ``Pool.map`` hands each worker chunks of three chapters in the order they were added,
     so one core could run the last three long ones while the other sat idle."""
 
