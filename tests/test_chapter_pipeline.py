@@ -58,13 +58,18 @@ def test_vma_error_is_shown(book):
 def test_cond_runs_one_branch_per_stage(book):
     g = glued(book, "pipeline")
     assert g["cond_branches"] == [(0, "heavy")] + [(s, "light") for s in range(1, P)]
-    # Even stages send 10x their value right, odd stages 100x left. With the sends
-    # outside the cond every device receives what was meant for it; inside the
-    # branches the result differs (the page's point: a wrong answer, no error).
+    # Even stages send 10x their value right, odd stages 100x left: the sender's
+    # parity decides. With the sends outside the cond (the sender choosing what to
+    # send) every device receives what was meant for it; inside the branches the
+    # result differs (the page's point: a wrong answer, no error).
     x = [1.0, 2.0, 3.0, 4.0]
-    right = [0.0] + [10 * v for v in x[:-1]]  # from the left neighbour, x10
-    left = [100 * v for v in x[1:]] + [0.0]  # from the right neighbour, x100
-    expected = [right[s] if s % 2 == 0 else left[s] for s in range(P)]
+    expected = [0.0] * P
+    for s, v in enumerate(x):
+        if s % 2 == 0 and s + 1 < P:
+            expected[s + 1] += 10 * v  # an even stage sends right
+        elif s % 2 == 1:
+            expected[s - 1] += 100 * v  # an odd stage sends left
+    assert expected == [200.0, 10.0, 400.0, 30.0]
     assert g["cond_sends"]["sends_outside"] == expected
     assert g["cond_sends"]["sends_inside"] != expected
     inside = ", ".join(f"{v:g}" for v in g["cond_sends"]["sends_inside"])
