@@ -197,7 +197,7 @@ def test_exercises_and_figures(book):
     assert g["fewest"] == [64, 16]
     assert g["ex_circ_m8"] == [V * 8 + P - 1, P * (P - 1), P * (V * 8 + P - 1)]
     figures = images(book, "pipeline")
-    assert len(figures) == 2
+    assert len(figures) == 3
     assert all(len(img.get("alt", "")) > 30 for img in figures)
 
 
@@ -299,3 +299,28 @@ def test_one_f_one_b_with_fwd_and_bwd(book):
     set_bytes, copied, x_bytes = g["f1b_set_bytes"]
     assert x_bytes == 32 // m * 32 * 4  # a microbatch: 4 rows of D = 32 float32s
     assert copied > set_bytes / 2 and x_bytes < set_bytes / 10
+    # the copies are the stage's two blocks' kernels, D x 4D and 4D x D each
+    assert copied == 2 * 2 * D * 4 * D * 4
+    # with the blocks passed as arguments and left out, the set loses exactly them
+    assert g["f1b_light_bytes"] == set_bytes - copied
+    assert g["f1b_light"] == f"{set_bytes - copied:,}"
+    assert g["f1b_light_diff"] < 1e-6
+
+
+def test_one_f_one_b_on_a_time_axis(book):
+    """The driver's rounds: 1F1B takes as many steps as GPipe's forward and backward
+    passes, 2 (m + p - 1), and idles as many stage-steps, 2 p (p - 1)."""
+    g = glued(book, "pipeline")
+    m = 8
+    steps = 2 * (m + P - 1)
+    assert g["f1b_rounds"] == [steps, 2 * P * (P - 1), P * steps]
+    bubble = (P - 1) / (m + P - 1)
+    assert g["f1b_bubble"] == g["gpipe8_bubble"] == f"{bubble:.1%}"
+    assert g["f1b_steps"] == str(steps)
+
+
+def test_data_parallel_all_reduce_is_synchronous_on_cpu(book):
+    """#4666's case: the gradient sum of a data-parallel classifier, a plain
+    all-reduce on XLA:CPU, no start/done pair."""
+    g = glued(book, "pipeline")
+    assert g["mlp_ops"] == [["all-reduce"], ["all-reduce"]]
