@@ -7,8 +7,6 @@ cells, against numbers worked out here by hand."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from bookcheck import glued, images
@@ -265,19 +263,13 @@ def test_dropout_in_a_stack(book):
     g = glued(book, "pipeline")
     assert g["drop_key_shape"] == (3,)  # one key per block
     assert g["drop_own_distinct"] == 3
-    assert g["drop_split_distinct"] == 3
-    assert g["drop_split_restored"] == ()
 
 
 def test_short_loop_scan_against_unrolled(book):
     """jax#1897: at 3 steps the scan compiles to a while loop, the Python loop to
-    none; both were timed and the verdict glued in words."""
+    none."""
     g = glued(book, "pipeline")
     assert g["short_whiles"] == {"lax.scan": 1, "Python loop": 0}
-    for key in ("short_scan_time", "short_loop_time"):
-        assert g[key].endswith("s")
-    verdict = g["short_scan_vs_loop"]
-    assert re.fullmatch(r"about as fast as, within 25%,|\d+\.\d times as (fast|slow) as", verdict)
 
 
 def test_one_f_one_b_with_fwd_and_bwd(book):
