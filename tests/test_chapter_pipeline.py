@@ -296,7 +296,7 @@ def test_one_f_one_b_with_fwd_and_bwd(book):
     # with the blocks passed as arguments and left out, the set loses exactly them
     assert g["f1b_light_bytes"] == set_bytes - copied
     assert g["f1b_light"] == f"{set_bytes - copied:,}"
-    assert g["f1b_light_diff"] < 1e-6
+    assert float(g["f1b_light_diff"]) < 1e-6
 
 
 def test_one_f_one_b_on_a_time_axis(book):
