@@ -48,9 +48,8 @@ def test_first_kernel_adds_and_each_program_writes_its_block(g):
     rows = [[10 * i + j for j in range(2)] for i in range(4)]
     assert g["who_blocks"] == "; ".join(f"{a} and {b}" for a, b in rows)
     assert g["who_blocks"].startswith("0 and 1; 10 and 11")
-    # the default device's CPU ran it; vmap put the batch of 3 in front of (4, 2)
+    # the default device's CPU ran it
     assert g["interpret_on_cpu"] == "cpu device 0"
-    assert g["vmap_grid"] == "(3, 4, 2)"
     loops, custom_calls = g["interpret_program"]
     assert loops >= 1 and custom_calls == 0
 
