@@ -151,6 +151,17 @@ def test_mixed_precision(book):
     assert "XLA:CPU's own doing" not in text
     assert "need not repeat" not in text
     f32_tmp, mp_tmp, out_tmp = (g[k] for k in ("train_tmp_f32", "train_tmp_mp", "train_tmp_out"))
+    # The compiled steps' [4096, 512] arrays by dtype: the bfloat16-results step has as
+    # many float32 ones as the float32 step (XLA:CPU widens its bf16 dots), and two bf16.
+    wide = g["train_wide"]
+    assert wide["float32 step"] == [g["train_wide_f32"], 0]
+    assert wide["bfloat16 results"] == [g["train_wide_f32"], g["train_wide_bf16"]]
+    assert g["train_wide_bf16"] == 2 and wide["mixed step"][0] >= g["train_wide_f32"]
+    # JAX's residual list: bf16 copies of x, W0, W1, W2 and two activations; their bytes
+    # by hand.
+    assert g["saved_bf16_copies"] == 6 and g["saved_f32"] == 4
+    bf16_bytes = 2 * (512 * 256 + WEIGHT_ELEMS + 2 * 512 * 512)
+    assert g["kept_mixed_bf16"] == format_bytes(bf16_bytes)
     assert len({f32_tmp, mp_tmp, out_tmp}) == 3
     assert g["kept_out_total"] != g["kept_f32_total"]
     text = page_text(book, CH)
@@ -219,15 +230,6 @@ def test_collective_matmul(book):
     assert g["sched_is_scheduled"] is True
     # The listing is a dependency order; the page claims no execution order.
     assert "in the order they will run" not in page_text(book, CH)
-    # The collectives' share of each version's operation time, from the trace.
-    for key in ("cm_share_ag", "cm_share_cm"):
-        assert 0 < pct(g[key]) <= 1, key
-
-
-def test_profiledata_reads_the_same_trace(book):
-    """JAX's public reader finds the same operations as the page's own parser."""
-    g = glued(book, CH)
-    assert g["profiledata_same"] is True
 
 
 def test_figures_have_alt_text(book):
@@ -245,8 +247,6 @@ def test_collective_matmul_roofline(book):
     # of W, write a [64, 64] block; send one [64, 256] block.
     hbm = 2 * (64 * 256 + 256 * 64 + 64 * 64)
     assert g["cm_step_hbm"] == f"{hbm:,}" and g["cm_step_link"] == f"{block_bf16:,}"
-    # cost_analysis's bytes per step exceed the matmul's: it also charges the permutes.
-    assert float(g["cm_cost_step"].replace(",", "")) > hbm + 2 * block_bf16 * 7 / 8
     # Bytes/s to the next device: one ICI link (v5e); 18 NVLink links of 2.5e10 (H100);
     # HBM 8.1e11 and 3.35e12 B/s.
     chips = {"TPU v5e": (1.97e14, 4.5e10, 8.1e11), "H100 SXM": (9.89e14, 18 * 2.5e10, 3.35e12)}
@@ -319,25 +319,36 @@ def test_names_inside_loops(book):
     per iteration."""
     g = glued(book, CH)
     assert g["loop_block_events"] == 5  # the scan's length: ws holds 5 weights
-    assert g["loop_fact"] == math.factorial(10) and isinstance(g["loop_body_runs"], int)
+    assert g["loop_fact"] == math.factorial(10) and g["loop_marks"] == 1
     named = g["loop_block_ops"]
     assert len(named) >= 2 and set(named.values()) == {5}, named
     assert all("/block/" in name for name in named)
     assert {"dot_general", "tanh"} <= {name.rsplit("/", 1)[1] for name in named}
 
 
-def test_exec_time_effort(book):
-    """jax#24625: the effort option reaches XLA through compiler_options; on XLA:CPU
-    it leaves the optimised HLO as it is (its compile time is shown, not compared: one
-    compilation on a shared machine)."""
+def test_level0_and_no_reviewer_hedges(book):
+    """Level 0 compiles to the default's HLO; the page speaks to a learner (no hedges
+    addressed to a reviewer) and states the two corrected facts."""
     g = glued(book, CH)
-    assert g["effort_same_hlo"] is True
     text = page_text(book, CH)
-    # Single compilations are not ranked; the level-0 share is a stated ratio.
-    assert "effort_ms" not in glued(book, CH)
-    assert "they rank nothing" in text
-    assert "LLVM optimising the machine code. Its" not in text
     assert g["level0_same"][0] is True  # level 0: the default's HLO too
+    assert "LLVM optimising the machine code. Its" not in text
+    for hedge in ("not a claim", "rank nothing", "output, not", "not ranked", "rough guide"):
+        assert hedge not in text, hedge
+    # A Python for under jit is unrolled, not run once.
+    assert "any loop under" not in text and "unrolling the loop" in text
+    # The hiding condition is the matmul's time, whichever roofline bounds it.
+    assert "only when each device" not in text
+    assert "whichever roofline" in text
+
+
+def test_eager_against_jit(book):
+    """The step not jitted against the jitted step, interleaved: on 16 rows over three
+    times as long (the claim); on 512 rows a shown ratio."""
+    g = glued(book, CH)
+    assert float(g["eager_ratio_16"]) > 3
+    assert float(g["eager_ratio_512"]) > 0
+    assert g["eager_launches"] > g["eager_programs"] > 10
 
 
 def test_nnx_overhead(book):
@@ -390,7 +401,7 @@ def test_the_cures_run(book):
 
 def test_profile_reading_tightened(book):
     """The timed-alone products' HLO kinds, the naive accumulation's ratio (the device
-    count), the reduce-scatter collective matmul, the profiler's options and memory."""
+    count), the profiler's options and memory."""
     g = glued(book, CH)
     assert list(g["alone_kinds"]) == [
         "layer0 weight gradient",
@@ -400,10 +411,6 @@ def test_profile_reading_tightened(book):
     ]
     assert g["alone_fwd_kind"] == g["alone_kinds"]["layer2 forward"]
     assert float(g["naive_ratio"]) == pytest.approx(int(g["cm_n_dev"]), abs=0.01)
-    out = 512 * 256 * 4  # the whole [B, D] output, float32, by hand
-    assert g["rs_bytes"] == format_bytes(out)
-    assert g["rs_ring_bytes"] == format_bytes(7 * out // 8)
-    assert g["rs_counts"] == {"reduce-scatter": 1, "collective-permute": 7}
     calls = {int(k): v for k, v in g["python_calls"].items()}
     assert calls[0] == 0 and calls[1] > 0
     assert g["memory_top"] == format_bytes(512 * 512 * 4)

@@ -153,3 +153,107 @@ def test_memory_profile_reads_a_known_buffer(tmp_path):
         "test_memory_profile_reads_a_known_buffer"
     )
     del kept
+
+
+def test_lowered_dots_match_the_jaxpr_and_see_converts():
+    from collections import Counter
+
+    from jaxguide.profile import lowered_dots
+
+    def f(a, b):  # one bf16 x bf16 dot; the f32 x bf16 dot is lowered with a convert
+        h = jnp.matmul(a.astype(jnp.bfloat16), b, preferred_element_type=jnp.float32)
+        return h @ b.T.astype(jnp.float32), h @ b
+
+    a = jnp.ones((4, 8))
+    b = jnp.ones((8, 8), jnp.bfloat16)
+    jaxpr = jax.make_jaxpr(f)(a, b).jaxpr
+    traced = [e for e in jaxpr.eqns if e.primitive.name == "dot_general"]
+    dots, converts = lowered_dots(jax.jit(f).lower(a, b).as_text())
+    assert len(dots) == len(traced) == 3
+    assert Counter(d.operands for d in dots) == {("bf16", "bf16"): 1, ("f32", "f32"): 2}
+    assert all(d.result == "f32" and d.precision == "DEFAULT" for d in dots)
+    # The bf16 operand of `h @ b` is widened by a convert JAX inserts when lowering.
+    assert sum(d.converted_from.count("bf16") for d in dots) >= 1
+    assert converts.get(("bf16", "f32"), 0) >= 1 and converts.get(("f32", "bf16"), 0) == 1
+    with pytest.raises(ValueError, match="holds no StableHLO"):
+        lowered_dots("%dot.1 = f32[2] dot(%a, %b)")
+    with pytest.raises(TypeError, match="stablehlo must be a str"):
+        lowered_dots(None)  # type: ignore[arg-type]
+
+
+def test_saved_residuals_read_jaxs_list():
+    import contextlib
+    import io
+
+    from jax.ad_checkpoint import print_saved_residuals
+
+    from jaxguide.profile import saved_residuals
+
+    def loss(w, x):
+        return jnp.tanh(x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16)).sum()
+
+    w, x = jnp.ones((8, 4)), jnp.ones((3, 8))
+    kept = saved_residuals(loss, w, x)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(loss, w, x)
+    assert len(kept) == len(out.getvalue().splitlines())
+    by_shape = {(r.dtype, r.shape): r for r in kept}
+    # The bf16 copies of both arguments, each 2 bytes a number, counted by hand.
+    assert by_shape["bf16", (3, 8)].nbytes == 3 * 8 * 2
+    assert by_shape["bf16", (8, 4)].nbytes == 8 * 4 * 2
+    assert not any(r.is_argument for r in kept)
+    with pytest.raises(TypeError, match="fun must be a function"):
+        saved_residuals("loss", w, x)  # type: ignore[arg-type]
+
+
+def test_step_gaps_on_planted_steps():
+    from jaxguide.profile import step_gaps
+
+    rng = random.Random(1)
+    events, busy, t = [], [], 0.0
+    for k in range(4):
+        host = t
+        events.append(Event("train", host, 1.0, 1))
+        start = host + (0.5 if k else 2.0)  # the host began steps 1-3 before the last ended
+        ops = [(start + i, rng.uniform(0.5, 2.0)) for i in range(3)]
+        events += [Event("op", s, d, 2, f"op.{i}", "jit_step") for i, (s, d) in enumerate(ops)]
+        busy.append((start, max(s + d for s, d in ops)))
+        t = busy[-1][1] - 0.2 if k % 2 else busy[-1][1] + 3.0
+    events.append(Event("other", 0.0, 50.0, 3, "x.1", "jit_other"))
+    g = step_gaps(reversed(events), module="jit_step", mark="train")
+    assert g.busy == busy
+    assert g.idle_us == pytest.approx(sum(b[0] - a[1] for a, b in zip(busy, busy[1:])))
+    assert g.span_us == pytest.approx(busy[-1][1] - busy[0][0])
+    assert g.ahead == 1  # only step 2's mark started before step 1 had ended
+    assert g.busy_per_step_us == pytest.approx(sum(b - a for a, b in busy) / 4)
+    with pytest.raises(ValueError, match="found 0 'step' marks"):
+        step_gaps(events, module="jit_step", mark="step")
+    with pytest.raises(ValueError, match="do not split evenly"):
+        step_gaps(events[:-2], module="jit_step", mark="train")
+    with pytest.raises(TypeError, match="module must be a str"):
+        step_gaps(events, module=3, mark="train")  # type: ignore[arg-type]
+
+
+def test_schedule_order_of_a_real_program():
+    from jaxguide.profile import schedule_order
+
+    hlo = jax.jit(lambda a, b: jnp.tanh(a @ b) @ b).lower(jnp.ones((8, 8)), jnp.ones((8, 8)))
+    order = schedule_order(hlo.compile().as_text())
+    assert [kind for kind, _ in order] == ["matmul", "matmul"]
+    planted = (
+        "HloModule m, is_scheduled=true\n\n%f { %d = f32[2] dot(f32[2] %a, f32[2] %b) }\n\n"
+        "ENTRY %main {\n"
+        "  %ags = (f32[2], f32[8]) all-gather-start(f32[2] %p)\n"
+        "  %dot.3 = f32[2] dot(f32[2] %p, f32[2] %q)\n"
+        "  %agd = f32[8] all-gather-done((f32[2], f32[8]) %ags)\n"
+        "  ROOT %cp = f32[8] collective-permute(f32[8] %agd)\n}\n"
+    )
+    assert schedule_order(planted) == [
+        ("all-gather-start", "ags"),
+        ("matmul", "dot.3"),
+        ("all-gather-done", "agd"),
+        ("collective-permute", "cp"),
+    ]
+    with pytest.raises(ValueError, match="no ENTRY computation"):
+        schedule_order("%d = f32[2] dot(f32[2] %a, f32[2] %b)")

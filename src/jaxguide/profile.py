@@ -41,10 +41,17 @@ from jaxguide import _checks
 __all__ = [
     "Allocation",
     "Event",
+    "LoweredDot",
+    "Residual",
+    "StepGaps",
     "find_trace",
+    "lowered_dots",
     "read_events",
     "read_memory_profile",
+    "saved_residuals",
+    "schedule_order",
     "scopes",
+    "step_gaps",
     "time_by",
 ]
 
@@ -190,6 +197,298 @@ def time_by(events: Iterable[Event], key: Callable[[Event], str]) -> dict[str, f
         k = key(e)
         totals[k] = totals.get(k, 0.0) + e.duration_us
     return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+@dataclass(frozen=True)
+class StepGaps:
+    """When the device worked on each step of a loop, and waited between steps.
+
+    Attributes:
+        busy: each step's stretch on the device, (first operation's start, last
+            operation's end), in microseconds.
+        idle_us: the time between one step's last operation and the next one's first,
+            summed.
+        span_us: from the first step's first operation to the last step's end.
+        ahead: how many steps the host began (its mark started) before the device had
+            finished the step before.
+    """
+
+    busy: list[tuple[float, float]]
+    idle_us: float
+    span_us: float
+    ahead: int
+
+    @property
+    def busy_per_step_us(self) -> float:
+        """The device's mean busy stretch per step."""
+        return sum(b - a for a, b in self.busy) / len(self.busy)
+
+
+def step_gaps(events: Iterable[Event], *, module: str, mark: str) -> StepGaps:
+    """The device's busy stretches and idle gaps over a loop of steps in a trace.
+
+    Each step is one ``mark`` event on the host (a ``StepTraceAnnotation`` name), and
+    runs the same operations of the compiled program ``module``, one step at a time.
+
+    Args:
+        events: a trace's events, from :func:`read_events`.
+        module: the step's program, the events' ``hlo_module`` (``'jit_train_step'``).
+        mark: the name of the host's step marks (``'train'``).
+
+    Returns:
+        A :class:`StepGaps`.
+
+    Raises:
+        TypeError: ``module`` or ``mark`` is not a string.
+        ValueError: no mark or no operation was found, or the operations do not split
+            evenly over the marks.
+
+    Example:
+        >>> ev = [Event("train", 0.0, 1.0, 1), Event("train", 10.0, 1.0, 1),
+        ...       Event("dot", 2.0, 3.0, 2, "dot.1", "jit_step"),
+        ...       Event("dot", 12.0, 3.0, 2, "dot.1", "jit_step")]
+        >>> g = step_gaps(ev, module="jit_step", mark="train")
+        >>> g.busy, g.idle_us, g.span_us, g.ahead
+        ([(2.0, 5.0), (12.0, 15.0)], 7.0, 13.0, 0)
+    """
+    _checks.string("step_gaps", "module", module, example="'jit_train_step'")
+    _checks.string("step_gaps", "mark", mark, example="'train'")
+    events = sorted(events, key=lambda e: e.start_us)
+    host = [e.start_us for e in events if e.name == mark]
+    ops = [e for e in events if e.hlo_module == module]
+    if not host or not ops:
+        raise ValueError(
+            f"step_gaps: found {len(host)} {mark!r} marks and {len(ops)} operations of "
+            f"{module!r}; check the names against the trace's events"
+        )
+    if len(ops) % len(host):
+        raise ValueError(
+            f"step_gaps: {len(ops)} operations of {module!r} do not split evenly over "
+            f"{len(host)} {mark!r} marks; trace only whole steps, waited for"
+        )
+    n = len(ops) // len(host)
+    busy = [
+        (ops[k * n].start_us, max(o.end_us for o in ops[k * n : (k + 1) * n]))
+        for k in range(len(host))
+    ]
+    idle = sum(b[0] - a[1] for a, b in zip(busy, busy[1:]))
+    ahead = sum(h < b[1] for h, b in zip(host[1:], busy))
+    return StepGaps(busy, idle, busy[-1][1] - busy[0][0], ahead)
+
+
+_COLLECTIVES = "all-gather|all-reduce|all-to-all|collective-permute|reduce-scatter"
+
+
+def schedule_order(hlo: str) -> list[tuple[str, str]]:
+    """The collectives and matmuls of a compiled program's entry computation, in the
+    order its schedule lists them.
+
+    A scheduled module lists each computation's instructions in one order that
+    respects their data dependencies; a trace says when each one actually ran.
+
+    Args:
+        hlo: a compiled program's text, ``jax.jit(f).lower(...).compile().as_text()``.
+
+    Returns:
+        ``(kind, instruction)`` pairs: ``kind`` is the collective's opcode (with its
+        ``-start``/``-done`` suffix, if asynchronous) or ``'matmul'``, for a ``dot``
+        or a fusion that holds one (XLA:CPU's ``ynn_fusion`` included).
+
+    Raises:
+        TypeError: ``hlo`` is not a string.
+        ValueError: ``hlo`` has no ``ENTRY`` computation.
+
+    Example:
+        >>> hlo = (
+        ...     "ENTRY %main {\\n"
+        ...     "  %cp = f32[4] collective-permute(f32[4] %x)\\n"
+        ...     "  %dot.1 = f32[4,4] dot(f32[4,4] %a, f32[4,4] %b)\\n"
+        ...     "}"
+        ... )
+        >>> schedule_order(hlo)
+        [('collective-permute', 'cp'), ('matmul', 'dot.1')]
+    """
+    _checks.string("schedule_order", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
+    start = re.search(r"^ENTRY ", hlo, re.M)
+    if start is None:
+        raise ValueError(
+            "schedule_order: hlo has no ENTRY computation; pass the compiled "
+            "program's text, jax.jit(f).lower(x).compile().as_text()"
+        )
+    order = []
+    for line in hlo[start.start() :].splitlines():
+        m = re.match(
+            rf"\s*(?:ROOT )?%([\w.\-]+) = .*? ((?:{_COLLECTIVES})(?:-start|-done)?|dot|fusion)\(",
+            line,
+        )
+        if m is None:
+            continue
+        if m[2] in ("dot", "fusion"):
+            if m[2] == "dot" or "dot" in line or m[1].startswith("ynn"):
+                order.append(("matmul", m[1]))
+        else:
+            order.append((m[2], m[1]))
+    return order
+
+
+# --- Matmuls in a lowered program (StableHLO) -----------------------------------------
+
+_TENSOR = r"tensor<(?:[\d?]+x)*(\w+)>"  # a tensor type; the group is its dtype
+
+
+@dataclass(frozen=True)
+class LoweredDot:
+    """One ``stablehlo.dot_general`` of a lowered program.
+
+    Attributes:
+        operands: the two operands' dtypes, as StableHLO writes them (``'bf16'``, ``'f32'``).
+        result: the result's dtype.
+        precision: the operands' precision (``'DEFAULT'``, ``'HIGHEST'``, ...).
+        converted_from: for each operand made by a ``stablehlo.convert``, the dtype it
+            was converted from; ``None`` for an operand made otherwise.
+    """
+
+    operands: tuple[str, str]
+    result: str
+    precision: str | None
+    converted_from: tuple[str | None, str | None]
+
+
+def lowered_dots(stablehlo: str) -> tuple[list[LoweredDot], dict[tuple[str, str], int]]:
+    """The matmuls of a lowered program, and its dtype conversions.
+
+    Reads the text of ``jax.jit(f).lower(...).as_text()``: what JAX hands to XLA,
+    before any backend compiles it.
+
+    Args:
+        stablehlo: a lowered program's StableHLO text.
+
+    Returns:
+        Every ``dot_general``, in program order, and the number of ``convert`` ops for
+        each (from, to) pair of dtypes.
+
+    Raises:
+        TypeError: ``stablehlo`` is not a string (pass ``lowered.as_text()``).
+        ValueError: ``stablehlo`` is empty, or holds no StableHLO operation.
+
+    Example:
+        >>> text = (
+        ...     "%0 = stablehlo.convert %arg0 : (tensor<4x8xbf16>) -> tensor<4x8xf32>\\n"
+        ...     "%1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0], "
+        ...     "precision = [DEFAULT, DEFAULT] : (tensor<4x8xf32>, tensor<8x2xf32>) "
+        ...     "-> tensor<4x2xf32>\\n"
+        ... )
+        >>> dots, converts = lowered_dots(text)
+        >>> dots[0].operands, dots[0].result, dots[0].precision
+        (('f32', 'f32'), 'f32', 'DEFAULT')
+        >>> dots[0].converted_from, converts
+        (('bf16', None), {('bf16', 'f32'): 1})
+    """
+    _checks.string("lowered_dots", "stablehlo", stablehlo, example="jax.jit(f).lower(x).as_text()")
+    if "stablehlo." not in stablehlo:
+        raise ValueError(
+            "lowered_dots: stablehlo holds no StableHLO operation; pass "
+            "jax.jit(f).lower(x).as_text(), not the compiled program's HLO text"
+        )
+    made_from: dict[str, str] = {}
+    converts: dict[tuple[str, str], int] = {}
+    for name, src, dst in re.findall(
+        rf"(%[\w#]+) = stablehlo\.convert [^:]*: \({_TENSOR}\) -> {_TENSOR}", stablehlo
+    ):
+        made_from[name] = src
+        converts[src, dst] = converts.get((src, dst), 0) + 1
+    dots = []
+    for lhs, rhs, attrs, a, b, out in re.findall(
+        rf"stablehlo\.dot_general (%[\w#]+), (%[\w#]+)([^:]*): "
+        rf"\({_TENSOR}, {_TENSOR}\) -> {_TENSOR}",
+        stablehlo,
+    ):
+        precision = re.search(r"precision = \[(\w+)", attrs)
+        dots.append(
+            LoweredDot(
+                operands=(a, b),
+                result=out,
+                precision=precision[1] if precision else None,
+                converted_from=(made_from.get(lhs), made_from.get(rhs)),
+            )
+        )
+    return dots, converts
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One value that reverse-mode autodiff keeps for the backward pass.
+
+    Attributes:
+        dtype: its dtype as JAX prints it (``'bf16'``, ``'f32'``).
+        shape: its shape.
+        nbytes: its size in bytes.
+        source: what made it (``'output of tanh ...'``, ``'from the argument x'``).
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    source: str
+
+    @property
+    def is_argument(self) -> bool:
+        """Whether it is one of the function's arguments (kept anyway, not a copy)."""
+        return self.source.startswith("from the argument")
+
+
+def _itemsize(dtype: str) -> int:
+    if dtype == "pred":
+        return 1
+    bits = re.fullmatch(r"(?:bf|f|s|u|c)(\d+)", dtype)
+    if bits is None:
+        raise ValueError(f"saved_residuals: unknown dtype {dtype!r}")
+    return int(bits[1]) // 8
+
+
+def saved_residuals(fun: Callable[..., object], *args: object) -> list[Residual]:
+    """What ``jax.grad(fun)`` keeps from the forward pass, as
+    ``jax.ad_checkpoint.print_saved_residuals`` lists it, one :class:`Residual` each.
+
+    This is JAX's list, made before any compiler runs: a backend may store more
+    (or fuse some away); ``memory_analysis`` of the compiled step says what it does.
+
+    Args:
+        fun: a function of ``args`` with a scalar result.
+        *args: its arguments (arrays or ``jax.ShapeDtypeStruct``).
+
+    Returns:
+        The residuals, in JAX's order.
+
+    Raises:
+        TypeError: ``fun`` is not callable.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> kept = saved_residuals(lambda x: jnp.sin(x).sum(), jnp.ones(3))
+        >>> [(r.dtype, r.shape, r.nbytes, r.is_argument) for r in kept]
+        [('f32', (3,), 12, False)]
+    """
+    _checks.function("saved_residuals", "fun", fun)
+    import contextlib
+    import io
+
+    from jax.ad_checkpoint import print_saved_residuals
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(fun, *args)
+    kept = []
+    for line in out.getvalue().splitlines():
+        m = re.match(r"(\w+)\[([\d,]*)\] (.*)", line)
+        if m is None:
+            continue
+        shape = tuple(int(d) for d in m[2].split(",") if d)
+        size = _itemsize(m[1])
+        for d in shape:
+            size *= d
+        kept.append(Residual(m[1], shape, size, m[3]))
+    return kept
 
 
 # --- Device memory profiles (pprof) ---------------------------------------------------
