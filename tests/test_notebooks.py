@@ -85,8 +85,11 @@ def test_notebook_markdown_has_no_myst_left(chapter):
     }
     if n_exercises:
         assert hidden, "solution code is not hidden behind a form"
-    # Cross-references became links to the published pages.
-    n_refs = len(re.findall(r"\{(?:ref|doc)\}`", source))
+    # Cross-references became links to the published pages (one to an exercise of the
+    # same notebook names it instead: "exercise 2").
+    exercises = make_notebooks.exercise_numbers(source)
+    targets = re.findall(r"\{(?:ref|doc)\}`(?:[^`<]*<)?([^`>]+)>?`", source)
+    n_refs = len([t for t in targets if t not in exercises])
     assert len(re.findall(re.escape(site) + r"[\w-]+\.html", joined)) >= n_refs
 
 
@@ -204,6 +207,14 @@ def test_conversion_of_each_construct(monkeypatch):
     with pytest.raises(make_notebooks.ConversionError, match="which no cell glues"):
         md("{glue:text}`missing`")
     included = md("```{literalinclude} ../src/jaxguide/compiled.py\n:pyobject: format_bytes\n```\n")
+    # A reference to an exercise links to its number, before the exercise as after it.
+    text = (
+        "See {ref}`ex-b`.\n\n```{exercise-start}\n```\n\n```{exercise-end}\n```\n\n"
+        "```{exercise-start}\n:label: ex-b\n```\n"
+    )
+    assert make_notebooks.exercise_numbers(text) == {"exercise-1": 1, "ex-b": 2}
+    conv.numbered = make_notebooks.exercise_numbers(text)
+    assert md("See {ref}`ex-b`.") == "See exercise 2."
     assert included.startswith("From `jaxguide/compiled.py`:\n\n```python\ndef format_bytes(")
 
 

@@ -166,6 +166,20 @@ def split_options(body: str) -> tuple[dict[str, str], str]:
     return options, "\n".join(lines).strip("\n")
 
 
+EXERCISE_START = re.compile(r"^```\{exercise-start\}[^\n]*\n((?::[^\n]*\n)*)", re.M)
+
+
+def exercise_numbers(text: str) -> dict[str, int]:
+    """Each exercise's label (``exercise-N`` without one) and its number, in the order
+    the chapter states them: what a reference to an exercise links to, before or after
+    the exercise itself."""
+    numbers: dict[str, int] = {}
+    for n, match in enumerate(EXERCISE_START.finditer(text), start=1):
+        label = re.search(r"^:label:\s*(\S+)", match.group(1), re.M)
+        numbers[label.group(1) if label else f"exercise-{n}"] = n
+    return numbers
+
+
 class Converter:
     """Turns one chapter's markdown cells into plain markdown, cell by cell, keeping the
     state the gated exercise directives need (which exercise or solution we are in)."""
@@ -173,7 +187,9 @@ class Converter:
     def __init__(self, name: str, code_cells: list[str]):
         self.name, self.chapter = name, ROOT / "book" / f"{name}.md"
         self.site, self.labels, self.glued = site_url(), labels(), glued_code(code_cells)
-        self.exercises: dict[str, int] = {}
+        self.exercises: dict[str, int] = {}  # the exercises converted so far
+        # Every exercise of the chapter, numbered in order: a reference may come first.
+        self.numbered = exercise_numbers(self.chapter.read_text(encoding="utf-8"))
         self.in_solution = 0  # the exercise number whose solution we are in, or 0
         self.printed: set[str] = set()  # keys glued by the code cells converted so far
 
@@ -182,8 +198,8 @@ class Converter:
             page, title, top = self.labels[target]
             url = f"{self.site}{page}.html" + ("" if top else f"#{target}")
             return f"[{text or title}]({url})"
-        if target in self.exercises:
-            return text or f"exercise {self.exercises[target]}"
+        if target in self.numbered:
+            return text or f"exercise {self.numbered[target]}"
         raise ConversionError(f"{self.name}: reference to an unknown label {target!r}")
 
     def role(self, match: re.Match) -> str:
