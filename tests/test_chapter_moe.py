@@ -353,8 +353,9 @@ def test_balance_loss_in_the_training_step(book):
     assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
     assert max(task0, task2) < 0.1
     assert len(set(g["alpha_no_recompile"].values())) == 1
-    # the first run compiled for the fresh (one-device) optimizer state and again
-    assert g["alpha_first_compiles"] == g["alpha_no_recompile"]["0.0"] == 2
+    # every compilation of the step happened in the first run: one for the fresh
+    # (one-device) optimizer state, one for the state the step returns
+    assert g["alpha_first_compiles"] == max(g["alpha_no_recompile"].values()) == 2
 
 
 def test_an_empty_groups_weight_gradient_is_exactly_zero(book):
