@@ -69,8 +69,10 @@ def test_ring_equals_full_attention_values_and_gradients(g):
     diffs = g["layout_diffs"]
     assert diffs.keys() == {"contiguous", "zigzag"}
     assert all(d < 1e-5 for d in diffs.values()), diffs
-    # The contiguous layout's output is the one equal_results measured.
-    assert diffs["contiguous"] == g["equal_results"]["True"][0]
+    # The contiguous output of report's forward program and the one beside the
+    # loss in the gradient's program: the same ring, both at float32 rounding
+    # of each other.
+    assert diffs["contiguous"] == pytest.approx(g["equal_results"]["True"][0], abs=1e-6)
     assert float(g["zigzag_grad"]) < 1e-5
     assert g["tol"] == "1e-05" and float(g["worst_equal"]) < 1e-5
 
