@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from bookcheck import errors, glued, page_text
+from bookcheck import errors, glued, images, page_text
 from jaxguide import hardware
 
 pytestmark = pytest.mark.book
@@ -113,7 +113,7 @@ def test_pipeline_inside_a_kernel_on_two_cores(g, text):
     assert g["two_core_blocks"] == " ".join(["0"] * 4 + ["1"] * 4)
     assert g["two_core_lowered"] == "tpu_custom_call"
     assert "for a TPU v5p: tpu_custom_call" in text
-    assert "but each is a separate JAX device" in text
+    assert "two TensorCores is a JAX device of its own" in text
 
 
 def test_tpu_7x_is_two_devices(g):
@@ -186,7 +186,8 @@ def test_retired_digressions_are_gone(g, text):
     # one critical-intensity table (the book's), no 8i row, no timing on the CPU
     for key in ("pallas_critical", "v5p_bandwidths", "v8i_row", "vmem_doc_must", "t_interp"):
         assert key not in g
-    assert "scoped_vmem_limit_kib" not in text
+    # the docstring's flag is quoted once, from the docstring (vmem_doc)
+    assert text.count("scoped_vmem_limit_kib") == 1
 
 
 def test_gpu_tile_table(g, text):
@@ -312,7 +313,13 @@ def test_shipped_kernel_scalar_prefetch_and_aliases(g, text):
 
 def test_out_of_bounds_and_unwritten_memory(g):
     # the last step reads rows 8 + 4 = 12 to 19 of 16
-    assert g["oob_error"] == "IndexError: rows 12 to 19 of a buffer of shape (16, 128)"
+    # the interpreter's own line: rows 12..19 (slice(12, 20)) of a 16-row buffer
+    assert g["oob_error"].startswith("IndexError: Out-of-bounds read of (0 0 vmem ")
+    assert g["oob_error"].endswith(
+        "reading [(slice(12, 20, 1), slice(0, 128, 1))] but buffer has shape (16, 128)."
+    )
+    # Mosaic's bounds checks are on unless a kernel turns them off
+    assert g["bounds_default"].startswith("disable_bounds_checks=False")
     # interpret=True clamps the start 12 to 16 - 8 = 8: rows 8..15
     assert g["oob_clamped"] == f"{16 - 8} to {16 - 1}"
     assert g["oob_uninit_nans"] == 4  # rows 16..19 do not exist
@@ -375,9 +382,10 @@ def num_after(text: str) -> float:
 
 def test_output_revisited_along_a_grid_axis_that_is_not_last(g):
     # grid (l, j) = (3, 2): output block 0 is left at (0, 0), met again at (1, 0)
-    assert g["revisit_tpu_error"] == (
-        "RuntimeError: block revisited at grid point (1, 0), first visited at (0, 0)"
-    )
+    # the output block of rows 0..7 is met again at (1, 0), after (0, 0)
+    assert g["revisit_tpu_error"].startswith("RuntimeError: Revisited block (slice(0, 8, 1)")
+    assert "in iteration (1, 0)" in g["revisit_tpu_error"]
+    assert "previously visited in iterations (0, 0) through (0, 0)" in g["revisit_tpu_error"]
 
 
 def test_jvp_and_grad_of_kernels(g):
@@ -410,3 +418,19 @@ def test_num_programs_per_grid(g):
     """jax#40847: each call of one kernel function sees its own grid's size (the grids the
     cell uses, in order)."""
     assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3))
+
+
+def test_figures_vmap_and_hijax(g, book):
+    # two figures, each with alt text that describes it
+    imgs = images(book, CHAPTER)
+    assert len(imgs) == 2
+    assert all(len(img.get("alt", "")) > 100 for img in imgs)
+    # vmap over a batch of 3 puts 3 in front of the kernel's grid (4, 2)
+    assert g["vmap_grid"] == (3, 4, 2) or g["vmap_grid"] == [3, 4, 2]
+    # x = 0, 1, 2 and y = x + 1: d(xy) with dx = dy = 1 is x + y; grads y and x
+    assert g["hi_both"] == "jvp [1. 3. 5.], grad [1. 2. 3.] and [0. 1. 2.]"
+    # 4 early reads, the 2-entry clock pairs copies (0, 1) and (2, 3)
+    assert g["race_default_copies"] == "0 and 2"
+    assert g["race_reports_default"] == 2
+    # the docstring's own words about the XLA flag
+    assert "--xla_tpu_scoped_vmem_limit_kib=N" in g["vmem_doc"]
