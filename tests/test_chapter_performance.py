@@ -341,16 +341,27 @@ def test_multisteps(book):
     assert g["ms_changed"] == [False, False, False, True]
     assert g["ms_acc_bytes"] == format_bytes(WEIGHT_ELEMS * 4 + BIAS_BYTES)
     # The whole footprint, by part: the arguments grow by the extra rows of x and y
-    # (float32), the outputs (parameters and optimizer state) not at all.
+    # (float32), the outputs (parameters and optimizer state) not at all, and every
+    # output is aliased to a donated argument.
     mem = {int(k): v for k, v in g["ms_mem"].items()}
     assert mem[1024][0] - mem[256][0] == (1024 - 256) * (256 + 16) * 4
-    assert mem[1024][1] == mem[256][1]
-    assert float(g["ms_total_ratio"]) == pytest.approx(sum(mem[1024]) / sum(mem[256]), abs=0.05)
-    assert float(g["ms_temp_ratio"]) == pytest.approx(mem[1024][2] / mem[256][2], abs=0.05)
-    assert g["ms_total_whole"] == format_bytes(sum(mem[1024]))
-    # The total grows less than the batch; the misleading temporaries-only ratio is
-    # not the headline.
-    assert sum(mem[1024]) < 4 * sum(mem[256])
+    assert mem[1024][1] == mem[256][1] == mem[256][3] == mem[1024][3]
+    # The outputs hold at least the new parameters and MultiSteps' gradient buffer.
+    assert mem[256][1] >= 2 * (WEIGHT_ELEMS * 4 + BIAS_BYTES)
+    assert g["ms_alias"] == format_bytes(mem[256][1])
+    totals = {rows: a + o + t - al for rows, (a, o, t, al) in mem.items()}
+    assert float(g["ms_total_ratio"]) == pytest.approx(totals[1024] / totals[256], abs=0.05)
+    assert g["ms_total_whole"] == format_bytes(totals[1024])
+    assert g["ms_donated_deleted"] is True
+    text = page_text(book, CH)
+    assert re.findall(r"parameters changed: (True|False), old ones deleted: True", text) == [
+        "False",
+        "False",
+        "False",
+        "True",
+    ]
+    # The total grows less than the batch; a temporaries-only ratio is not the headline.
+    assert totals[1024] < 4 * totals[256]
     assert "times the\ntemporaries of a call" not in book.page(CH)
 
 
