@@ -193,7 +193,8 @@ def test_mixed_precision(book):
     assert len({err for _, err in precs.values()}) == 1
     # jax#16349: one simulated bfloat16 pass, its error against float32's, printed.
     m = re.search(
-        r"one bfloat16 pass, simulated: max \|result - float64\| = (\S+)", page_text(book, CH)
+        r"one bfloat16 pass, simulated: max \|result - float64\| = (\d[\d.e+-]*)",
+        page_text(book, CH),
     )
     ratio = float(m.group(1)) / float(precs["default"][1])
     assert float(g["precision_pass_ratio"].replace(",", "")) == pytest.approx(ratio, rel=0.1)
