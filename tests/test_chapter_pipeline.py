@@ -155,6 +155,17 @@ def test_pipeline_times_data(book):
     assert g["dp_permutes"] == [[[half, D], half * D * 4, True]] * 4
     assert g["dp_pairs"] == [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (6, 7)]
     assert g["ex_dp_bytes"] == [half * D * 4, [half * D * 4] * 2]
+    # the loops' trip counts, read from both compiled programs: one step per
+    # diagonal of the GPipe table, forward and backward
+    steps = len(gpipe_table(P, M)[0])
+    for trips in g["dp_trips"]:
+        assert len(trips) >= 2 and set(trips) == {steps}
+    assert g["ex_dp_trips"] == g["dp_trips"][1]
+
+
+def test_circular_send_ratio(book):
+    g = glued(book, "pipeline")
+    assert g["circ_send_ratio"] == f"{(V * M + P - 1) / (M + P - 1):.2f}" == "1.57"
 
 
 def test_bytes_and_roofline(book):
