@@ -474,6 +474,11 @@ def test_profile_reading_tightened(book):
         "layer2 forward",
     ]
     assert g["alone_fwd_kind"] == g["alone_kinds"]["layer2 forward"]
+    # What XLA:CPU compiled them to, as the page reads each program's entry
+    # computation: plain dots for the weight gradients, a YNNPACK fusion forward.
+    kinds = {k: v for k, v in g["alone_kinds"].items()}
+    assert kinds["layer2 forward"] == "ynn_fusion"
+    assert {v for k, v in kinds.items() if "weight gradient" in k} == {"dot"}
     assert float(g["naive_ratio"]) == pytest.approx(int(g["cm_n_dev"]), abs=0.01)
     calls = {int(k): v for k, v in g["python_calls"].items()}
     assert calls[0] == 0 and calls[1] > 0
