@@ -212,6 +212,15 @@ def test_fused_call_per_ring_step(g):
     # dot_product_attention(return_residual=True) per block, merged by lse
     assert float(g["fused_diff"]) < 1e-5
     assert g["fused_work"] is True
+    # The residual carries no gradient (stop_gradient in the installed source):
+    # the fused ring is a forward pass, and the page says so.
+    import inspect
+
+    from jax._src.nn import functions
+
+    source = inspect.getsource(functions._dot_product_attention_core)
+    assert "stop_gradient(lse_residual)" in source
+    assert float(g["lse_no_grad"]) == 0.0
     # the merge itself, in numpy: two blocks' normalised outputs and lse give
     # the softmax over both
     rng = np.random.default_rng(0)
