@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxguide import _checks
+from jaxguide.compiled import COLLECTIVES
 
 __all__ = [
     "Allocation",
@@ -276,7 +277,7 @@ def step_gaps(events: Iterable[Event], *, module: str, mark: str) -> StepGaps:
     return StepGaps(busy, idle, busy[-1][1] - busy[0][0], ahead)
 
 
-_COLLECTIVES = "all-gather|all-reduce|all-to-all|collective-permute|reduce-scatter"
+_COLLECTIVES = "|".join(COLLECTIVES)
 
 
 def schedule_order(hlo: str) -> list[tuple[str, str]]:
