@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import gc
 import json
 import re
 import subprocess
@@ -322,10 +323,16 @@ def _glued(stamp: tuple[str, int, int]) -> dict:
 
 
 # A chapter's page is parsed once per build, not once per assertion: about a hundred
-# tests read the same twenty pages (re-parsing each took most of their time).
+# tests read the same twenty pages (re-parsing each took most of their time). A parsed
+# page is a few hundred thousand objects kept to the session's end; the garbage
+# collector's full passes walked all of them again and again (a fifth of the book
+# tests' time, and 6 to 14 s at the session's end), so they are frozen out of its
+# sight once made (gc.freeze: never collected, as they are never garbage).
 @functools.lru_cache(maxsize=64)
 def _soup(stamp: tuple[str, int, int]) -> BeautifulSoup:
-    return BeautifulSoup(Path(stamp[0]).read_text(), "html.parser")
+    soup = BeautifulSoup(Path(stamp[0]).read_text(), "html.parser")
+    gc.freeze()
+    return soup
 
 
 @functools.lru_cache(maxsize=64)

@@ -85,8 +85,17 @@ EXTENSIONS = ("execution", "staleness", "colab", "site", "incremental")
 
 def setup(app: Sphinx) -> dict[str, Any]:
     """Set up every extension of the build tooling (:data:`EXTENSIONS`)."""
+    import gc
+
     from . import patches
 
+    # The garbage collector's full collections (one after every 10 of the middle
+    # generation, by default) walked the whole environment of the book again and
+    # again: a build's Sphinx took 42.7 s of CPU to read and write every page, 34.2 s
+    # with one after every 100 (bench/reports/make-test-2026-11.md), for 60 MB more at
+    # its peak. The build's own process only: its kernels have theirs
+    # (jupyter_kernels.KERNEL_GC_LINE).
+    gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 100)
     # How myst-nb renders executed outputs: printed lines merged exactly, the download
     # button's notebook with its cached outputs and stable cell ids.
     patches.install(app, "myst-nb stream merge", "myst-nb cached notebook")
