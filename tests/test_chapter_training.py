@@ -233,3 +233,21 @@ def test_training_linen_batchnorm_and_sharded_dropout(book):
     assert g["drop_words_old"] == f"{128 * 64:,}"
     assert g["drop_words_new"] == f"{128 * 64 // 8:,}"
     assert g["drop_words_sm"] == f"{128 * 64 // 8:,}" and g["drop_colls_new"] == {}
+
+
+def test_training_compiles_at_level_0_with_two_exceptions(book):
+    import inspect
+
+    from flax import nnx
+
+    g = glued(book, "training")
+    text = page_text(book, "training")
+    # The overview says how the page compiles: LLVM's optimisation off, and the two
+    # programs that run many steps (the AdamW step, the 800-step scan) at the default.
+    assert "(--xla_backend_optimization_level=0, set in a hidden cell" in text
+    assert "compiled at the default level through their compiler_options" in text
+    # run is a jax.jit because nnx.jit takes no compiler_options: read from the
+    # installed Flax here, independently of the page.
+    assert g["nnx_jit_options"] is ("compiler_options" in inspect.signature(nnx.jit).parameters)
+    # jax.jit writes nothing back into its arguments: the prose says run returns them.
+    assert "train_nnx continues with the returned model" in text
