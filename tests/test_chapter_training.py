@@ -244,8 +244,8 @@ def test_training_compiles_at_level_0_with_two_exceptions(book):
     text = page_text(book, "training")
     # The overview says how the page compiles: LLVM's optimisation off, and the two
     # programs that run many steps (the AdamW step, the 800-step scan) at the default.
-    assert "(--xla_backend_optimization_level=0, set in a hidden cell" in text
-    assert "compiled at the default level through their compiler_options" in text
+    assert "optimisation off ( --xla_backend_optimization_level=0 , set in a hidden" in text
+    assert "The exceptions are compiled at the default level through their" in text
     # run is a jax.jit because nnx.jit takes no compiler_options: read from the
     # installed Flax here, independently of the page.
     assert g["nnx_jit_options"] is ("compiler_options" in inspect.signature(nnx.jit).parameters)
