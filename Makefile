@@ -40,11 +40,11 @@ book: env
 	$(VENV)/bin/jupyter-book build book/
 
 # ruff, the browser's dependencies and the environment's bytecode run side by side (-j)
-# before the tests. The type check (mypy) waits until the book
-# is built: from then on the tests use about one core (the browser checks, then
-# Lighthouse's runs), and the session writes _build/.idle-phase (tests/timeline.py; so
-# do its idle tests and its end); mypy then runs at the lowest priority on what they
-# leave, and its report follows pytest's. Either failing fails make test.
+# before the tests. The type check (mypy) waits for the session's last part, Lighthouse's
+# runs, which leave about one core idle: the session writes _build/.idle-phase when its
+# idle tests start, or when it ends (tests/timeline.py); mypy then runs at the lowest
+# priority on what they leave, and its report follows pytest's. Either failing fails
+# make test.
 test: $(VENV)/.synced
 	@$(MAKE) --no-print-directory -j4 ruff browser-deps lighthouse-deps $(VENV)/.compiled
 	@mkdir -p _build && rm -f _build/mypy.log _build/.idle-phase

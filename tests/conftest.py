@@ -131,7 +131,6 @@ def book(_book_build: None) -> BuiltBook:
         pytest.fail(f"strict book build failed (exit {code}):\n{tail}", pytrace=False)
     # Keep a copy of the log without its colours next to the build for anyone debugging.
     (build.out / "build.log").write_text(ANSI.sub("", log))
-    timeline.enter_idle_phase()
     return BuiltBook(build.out, log, build.seconds)
 
 

@@ -20,9 +20,13 @@ tests/conftest.py), and mypy in the session's last part. Four things overlap:
    (tests/test_browser.py, ``background``). Last come the ``idle`` tests (Lighthouse),
    which measure speed and so run when nothing else does.
 
-Once the book is built the tests use about one core, so the session then writes
-:data:`IDLE_PHASE`; the Makefile waits for that file to start mypy at the lowest
-priority on what is left. Only a session that builds the book writes it (``make unit``
+The tests of the built book and the browser checks keep both cores busy; Lighthouse's
+runs leave about one idle (each is mostly one Chromium waiting on its page), so the
+session writes :data:`IDLE_PHASE` when the ``idle`` tests start, and the Makefile waits
+for that file to start mypy at the lowest priority on what they leave. (Started when
+the book was built, mypy's 28 s of CPU went to the browser checks' time: in an idle run
+both cores were busy from the book's end to Lighthouse's start, and idle half of
+Lighthouse's minute and a half.) Only a session that builds the book writes it (``make unit``
 and a session reusing a build through ``JAXGUIDE_TEST_BUILD`` write nothing); the
 Makefile also writes it when pytest ends, so mypy always runs.
 
@@ -53,8 +57,8 @@ from bookcheck import ROOT
 #: keep the lower one to the end of the session (the ``idle`` tests run alone anyway).
 TESTS_NICENESS = 5
 
-#: Written once this session's book is built, when its ``idle`` tests start, or when it
-#: ends: ``make test`` starts the type check then (Makefile, ``test``).
+#: Written when this session's ``idle`` tests start, or when it ends: ``make test``
+#: starts the type check then (Makefile, ``test``).
 IDLE_PHASE = ROOT / "_build" / ".idle-phase"
 
 #: The book build this session started (:func:`start`), if it started one.
