@@ -171,7 +171,7 @@ def test_exercises_and_figure(book, g):
 
 
 def test_backward_pass_is_a_reversed_ring(g):
-    spelled = "f32[1,512,2,64]"  # 4096 positions over 8 devices, 2 heads of 64
+    spelled = "f32[1,4096,2,64]"  # 32768 positions over 8 devices, 2 heads of 64
     pairs = sorted(map(tuple, g["bwd_pairs"]))
     assert pairs == [(spelled, "{0,1},{1,2}")] * 2 + [(spelled, "{1,0},{2,1}")] * 2
     assert g["bwd_collectives"] == ["collective-permute"] * 4
