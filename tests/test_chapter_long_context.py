@@ -205,6 +205,9 @@ def test_custom_vjp_ring(g):
     # gradient alone are 2 x 4096^2 float32 = 128 MiB
     custom_temp, remat_temp = g["custom_temp"]
     assert custom_temp > remat_temp > 2 * 4096**2 * F32
+    # the checkpointed gradient compared here is the backward-pass section's
+    # program, at the same 32,768 positions
+    assert remat_temp == g["temps_mid"][2]
     assert g["block_scores_long"] == "128 MiB"
 
 
