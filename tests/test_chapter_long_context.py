@@ -171,7 +171,7 @@ def test_exercises_and_figure(book, g):
 
 
 def test_backward_pass_is_a_reversed_ring(g):
-    spelled = "f32[1,512,2,64]"  # 4096 positions over 8 devices, 2 heads of 64
+    spelled = "f32[1,4096,2,64]"  # 32768 positions over 8 devices, 2 heads of 64
     pairs = sorted(map(tuple, g["bwd_pairs"]))
     assert pairs == [(spelled, "{0,1},{1,2}")] * 2 + [(spelled, "{1,0},{2,1}")] * 2
     assert g["bwd_collectives"] == ["collective-permute"] * 4
@@ -205,6 +205,9 @@ def test_custom_vjp_ring(g):
     # gradient alone are 2 x 4096^2 float32 = 128 MiB
     custom_temp, remat_temp = g["custom_temp"]
     assert custom_temp > remat_temp > 2 * 4096**2 * F32
+    # the checkpointed gradient compared here is the backward-pass section's
+    # program, at the same 32,768 positions
+    assert remat_temp == g["temps_mid"][2]
     assert g["block_scores_long"] == "128 MiB"
 
 
