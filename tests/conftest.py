@@ -162,13 +162,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         timeline.enter_idle_phase()
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # A full garbage collection after 100 of the middle generation's, not 10: the
-    # session holds JAX's caches, parsed pages and executed notebooks, and each full
-    # collection walks them all (as in the build: jaxguide_build.setup).
-    gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 100)
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
     timeline.enter_idle_phase()
 

@@ -91,10 +91,11 @@ def setup(app: Sphinx) -> dict[str, Any]:
 
     # The garbage collector's full collections (one after every 10 of the middle
     # generation, by default) walked the whole environment of the book again and
-    # again: a build's Sphinx took 42.7 s of CPU to read and write every page, 34.2 s
-    # with one after every 100 (bench/reports/make-test-2026-11.md), for 60 MB more at
-    # its peak. The build's own process only: its kernels have theirs
-    # (jupyter_kernels.KERNEL_GC_LINE).
+    # again: Sphinx took 41.7 s of CPU to read and write every page (execution cached),
+    # 37.6 and 38.3 s with one after every 100, for 50 MB more at its peak
+    # (bench/reports/make-test-2026-11.md). The build's own process only: in the
+    # chapters' kernels the same setting cost CPU (random: 46.3 and 43.9 s against
+    # 43.5 and 42.8 s).
     gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 100)
     # How myst-nb renders executed outputs: printed lines merged exactly, the download
     # button's notebook with its cached outputs and stable cell ids.

@@ -89,16 +89,6 @@ def run_notebook(nb, path, timeout):
 #: Environment the build adds to its kernels (set by :func:`kernel_settings`).
 KERNEL_ENV: dict[str, str] = {}
 
-#: The garbage collector's thresholds in the build's kernels: a full collection after
-#: 100 collections of the middle generation, not 10. A chapter's kernel holds JAX,
-#: Flax and matplotlib's objects for its whole life, and each full collection walked
-#: them all again: 1.8 s of the moe chapter's 61 s of CPU went to collecting, 0.65 s
-#: with this (``bench/reports/make-test-2026-11.md``). Nothing a chapter prints
-#: changes; memory stays the same (what a chapter drops is mostly freed by reference
-#: counts). Given as a line the kernel runs at its start (IPython's ``exec_lines``),
-#: which leaves no name behind and no cell in the notebook.
-KERNEL_GC_LINE = "import gc as _gc; _gc.set_threshold(700, 10, 100); del _gc"
-
 
 def compilation_cache_env(folder: Path) -> dict[str, str]:
     """The environment that gives a kernel JAX's persistent compilation cache in
@@ -186,8 +176,7 @@ class BuildKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
         if self.extra_env:
             kw["env"] = {**(kw.get("env") or os.environ), **self.extra_env}
-        cmd, kw = await super()._async_pre_start_kernel(**kw)
-        return [*cmd, f"--IPKernelApp.exec_lines={KERNEL_GC_LINE}"], kw
+        return await super()._async_pre_start_kernel(**kw)
 
     pre_start_kernel = _async_pre_start_kernel
 
