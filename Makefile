@@ -5,7 +5,7 @@
 # Both create the environment from uv.lock first (in .venv, with uv in .tools).
 # While working on the code:
 #   make unit   the package's unit tests and doctests and the tools' own tests, without
-#               building the book or opening Chromium (under a minute)
+#               building the book or opening Chromium (about a minute)
 #   make lint   ruff and mypy
 
 PYTHON ?= python3.11

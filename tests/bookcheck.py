@@ -326,8 +326,9 @@ def _glued(stamp: tuple[str, int, int]) -> dict:
 # tests read the same twenty pages (re-parsing each took most of their time). A parsed
 # page is a few hundred thousand objects kept to the session's end; the garbage
 # collector's full passes walked all of them again and again (a fifth of the book
-# tests' time, and 6 to 14 s at the session's end), so they are frozen out of its
-# sight once made (gc.freeze: never collected, as they are never garbage).
+# tests' time), so everything alive once a page is parsed, the page among them, is
+# frozen out of its sight (gc.freeze: what it froze is never collected; the pages are
+# kept to the end anyway, and the rest is what the session held at that moment).
 @functools.lru_cache(maxsize=64)
 def _soup(stamp: tuple[str, int, int]) -> BeautifulSoup:
     soup = BeautifulSoup(Path(stamp[0]).read_text(), "html.parser")
