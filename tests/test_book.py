@@ -35,6 +35,16 @@ def test_chapter_outputs_and_figures_in_html(book, chapter):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
+def test_figures_have_real_alt_text(book, chapter):
+    """Every figure says what it shows: no empty alt, no file name standing in for one."""
+    soup = parsed_page(book, chapter)
+    for img in soup.select("div.cell_output img"):
+        alt = (img.get("alt") or "").strip()
+        assert len(alt.split()) >= 4, f"{chapter}: {img.get('src')} has alt text {alt!r}"
+        assert not alt.endswith((".png", ".svg")) and "_images/" not in alt, alt
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_raises_exception_cells_show_their_error_in_html(book, chapter):
     nb = load(book.notebook(chapter))
     expected = [

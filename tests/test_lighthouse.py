@@ -33,6 +33,22 @@ def test_lighthouse_summary_recognises_a_failing_page():
     report["runtimeError"] = {"code": "NO_FCP", "message": "no paint"}
     with pytest.raises(RuntimeError, match="NO_FCP"):
         lighthouse.summarise(report)
+    # What lighthouse_batch.mjs writes for a page whose run threw: no categories at all.
+    with pytest.raises(RuntimeError, match="BATCH"):
+        lighthouse.summarise({"runtimeError": {"code": "BATCH", "message": "Error: boom"}})
+
+
+@pytest.mark.parametrize(
+    ("urls", "keep", "error", "words"),
+    [
+        ("http://127.0.0.1/a.html", None, TypeError, "list of URL strings"),
+        (["http://127.0.0.1/a.html", 3], None, TypeError, "list of URL strings"),
+        (["http://127.0.0.1/a.html"], [None, None], ValueError, "2 paths for 1 URLs"),
+    ],
+)
+def test_run_many_refuses_bad_arguments_before_starting_anything(urls, keep, error, words):
+    with pytest.raises(error, match=words):
+        lighthouse.run_many(urls, keep=keep)
 
 
 def test_heaviest_chapters_are_chosen_by_bytes(tmp_path):

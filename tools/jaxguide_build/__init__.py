@@ -30,7 +30,8 @@ module              build phase        job
                                        them (the book's build against a wheel or accelerator
                                        run); ANSI colour codes
 ``serve``           after build        the built site on 127.0.0.1, gzip as GitHub Pages serves
-``lighthouse``      after build        Lighthouse runs (tests/test_browser.py, bench/)
+``lighthouse``      after build        Lighthouse runs (tests/test_browser.py, bench/); several
+                                       pages in one Node process: ``lighthouse_batch.mjs``
 ==================  =================  =========================================================
 
 What a build keeps between builds, beside the site (``_build/html``), in ``_build/``.

@@ -5,7 +5,7 @@ it into ``node_modules/``) with its default mobile profile (simulated slow 4G, 4
 slowdown) against pages served by :mod:`jaxguide_build.serve` (gzip, as GitHub Pages serves
 them), in Debian's Chromium (``--headless=new``, no background networking). Used by
 ``bench/lighthouse.py`` (every page, three runs each) and ``tests/test_browser.py``
-(the landing page and the two heaviest chapters).
+(the landing page, the heaviest chapter and the search page, in one :func:`run_many`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 from .environment import ROOT
 
 LIGHTHOUSE = ROOT / "node_modules" / "lighthouse" / "cli" / "index.js"
+#: Runs several pages in one Node process and one Chromium (:func:`run_many`).
+BATCH = Path(__file__).with_name("lighthouse_batch.mjs")
 CATEGORIES = ("performance", "accessibility", "best-practices")
 CHROME_FLAGS = [
     "--headless=new",
@@ -89,9 +91,9 @@ class Result:
 
 def summarise(report: dict) -> Result:
     """The scores and metrics of a Lighthouse JSON report (``lhr``)."""
-    cats, audits = report["categories"], report["audits"]
     if report.get("runtimeError"):
         raise RuntimeError(f"Lighthouse: {report['runtimeError']}")
+    cats, audits = report["categories"], report["audits"]
 
     def score(cat: str) -> int:
         value = cats[cat]["score"]
@@ -139,6 +141,59 @@ def run(url: str, *, keep: Path | None = None, timeout: float = 180, attempts: i
             if attempt == attempts:
                 raise
     raise AssertionError("unreachable")
+
+
+def run_many(
+    urls: list[str], *, keep: list[Path | None] | None = None, timeout: float = 600
+) -> list[Result]:
+    """:func:`run` on each of ``urls`` in turn, in one Node process and one Chromium
+    (``lighthouse_batch.mjs``): the CLI spends about 5 s of each run starting Node,
+    loading its configuration and launching Chromium. Each page still gets a tab of its
+    own with its origin's cache and storage cleared, as :func:`run` gives it. ``keep``
+    (one path or ``None`` per URL) keeps the JSON reports. A page whose run fails is run
+    again on its own with :func:`run`."""
+    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+        raise TypeError(f"urls must be a list of URL strings, got {urls!r}")
+    keep = [None] * len(urls) if keep is None else list(keep)
+    if len(keep) != len(urls):
+        raise ValueError(f"keep has {len(keep)} paths for {len(urls)} URLs: give one per URL")
+    why = missing()
+    if why:
+        raise RuntimeError(why)
+    with tempfile.TemporaryDirectory(prefix="jaxguide-lh-") as tmp:
+        outs = [Path(k) if k else Path(tmp) / f"report-{i}.json" for i, k in enumerate(keep)]
+        spec = Path(tmp) / "spec.json"
+        spec.write_text(
+            json.dumps(
+                {
+                    "chromePath": str(chromium_path()),
+                    "chromeFlags": CHROME_FLAGS,
+                    "categories": list(CATEGORIES),
+                    "jobs": [{"url": u, "out": str(o)} for u, o in zip(urls, outs)],
+                }
+            ),
+            encoding="utf-8",
+        )
+        for out in outs:
+            out.unlink(missing_ok=True)
+        env = {**os.environ, "TMPDIR": tmp}
+        proc = subprocess.run(
+            [str(node_path()), str(BATCH), str(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+        results = []
+        for url, out, kept in zip(urls, outs, keep):
+            try:
+                if not out.is_file():
+                    tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+                    raise RuntimeError(f"no report for {url} (exit {proc.returncode}):\n{tail}")
+                results.append(summarise(json.loads(out.read_text(encoding="utf-8"))))
+            except (RuntimeError, ValueError, KeyError):
+                results.append(run(url, keep=kept))
+        return results
 
 
 def _run_once(url: str, *, keep: Path | None, timeout: float) -> Result:
