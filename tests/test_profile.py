@@ -207,6 +207,21 @@ def test_saved_residuals_read_jaxs_list():
         saved_residuals("loss", w, x)  # type: ignore[arg-type]
 
 
+def test_saved_residuals_refuses_a_line_in_a_format_it_does_not_know(monkeypatch):
+    """A changed format of JAX's list is an error naming the line, not fewer residuals."""
+    import jax.ad_checkpoint
+
+    from jaxguide.profile import saved_residuals
+
+    def printed(fun, *args):
+        print("f32[3] output of sin from <stdin>:1 (f)")
+        print("residual #2: f32[3]")
+
+    monkeypatch.setattr(jax.ad_checkpoint, "print_saved_residuals", printed)
+    with pytest.raises(RuntimeError, match="'residual #2: f32\\[3\\]'.*format changed"):
+        saved_residuals(lambda x: x.sum(), jnp.ones(3))
+
+
 def test_step_gaps_on_planted_steps():
     from jaxguide.profile import step_gaps
 

@@ -1,4 +1,15 @@
-"""Read a ``jax.profiler`` trace: which compiled operations ran, when, and for how long.
+"""Read what a profile or a compiled program says about a step: a ``jax.profiler``
+trace (which compiled operations ran, when, and for how long), the compiled program's
+schedule, the lowered matmuls, the residuals a gradient keeps, a device memory profile.
+
+- Traces: :func:`find_trace`, :func:`read_events`, :func:`scopes`, :func:`time_by`, and
+  :func:`step_gaps` (when the device worked on each step of a loop, and waited between).
+- Programs: :func:`schedule_order` (the collectives and matmuls of a compiled program,
+  in its schedule's order), :func:`lowered_dots` (a lowered program's matmuls and
+  dtype conversions).
+- Gradients: :func:`saved_residuals` (what ``jax.grad`` keeps from the forward pass).
+- Memory: :func:`read_memory_profile` (what ``jax.profiler.save_device_memory_profile``
+  wrote).
 
 ``jax.profiler.trace(folder)`` writes ``plugins/profile/<run>/<host>.trace.json.gz``
 (Chrome trace format, which Perfetto opens) next to the raw ``.xplane.pb``. Every
@@ -463,6 +474,8 @@ def saved_residuals(fun: Callable[..., object], *args: object) -> list[Residual]
 
     Raises:
         TypeError: ``fun`` is not callable.
+        RuntimeError: JAX printed a line this reader does not know (its format
+            changed): nothing is dropped silently.
 
     Example:
         >>> import jax.numpy as jnp
@@ -481,9 +494,15 @@ def saved_residuals(fun: Callable[..., object], *args: object) -> list[Residual]
         print_saved_residuals(fun, *args)
     kept = []
     for line in out.getvalue().splitlines():
+        if not line.strip():
+            continue
         m = re.match(r"(\w+)\[([\d,]*)\] (.*)", line)
         if m is None:
-            continue
+            raise RuntimeError(
+                f"saved_residuals: print_saved_residuals printed {line!r}, not "
+                "'<dtype>[<shape>] <source>' as in JAX 0.10: its format changed; "
+                "update this reader (jaxguide/profile.py)"
+            )
         shape = tuple(int(d) for d in m[2].split(",") if d)
         size = _itemsize(m[1])
         for d in shape:
