@@ -443,3 +443,31 @@ def test_the_compilation_cache_never_shows_a_renamed_scopes_old_name(tmp_path):
     assert sorted(p.name for p in cache.iterdir()) == entries, "the cache missed"
     renamed = compiled_text("ipykernel_3", "after")
     assert "/after/sin" in renamed and "before" not in renamed
+
+
+def test_the_builds_garbage_collector_setting_ends_with_the_build(monkeypatch):
+    """The extension's setup makes full collections rarer for the build (one after every
+    100 middle-generation collections), and the build's end restores the setting the
+    process had, so that a program that runs a build keeps its own."""
+    import gc
+
+    import jaxguide_build
+    from jaxguide_build import patches
+
+    monkeypatch.setattr(patches, "install", lambda app, *names: None)
+    handlers: list[tuple[str, object]] = []
+    app = types.SimpleNamespace(
+        connect=lambda event, fn, priority=500: handlers.append((event, fn)),
+        setup_extension=lambda name: None,
+    )
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], 7)
+    try:
+        jaxguide_build.setup(app)
+        assert gc.get_threshold() == (before[0], before[1], 100)
+        finished = [fn for event, fn in handlers if event == "build-finished"]
+        assert len(finished) == 1
+        finished[0](app, None)
+        assert gc.get_threshold() == (before[0], before[1], 7)
+    finally:
+        gc.set_threshold(*before)

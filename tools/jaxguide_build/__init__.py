@@ -96,8 +96,11 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # 37.6 and 38.3 s with one after every 100, for 50 MB more at its peak
     # (bench/reports/make-test-2026-11.md). The build's own process only: in the
     # chapters' kernels the same setting cost CPU (random: 46.3 and 43.9 s against
-    # 43.5 and 42.8 s).
-    gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 100)
+    # 43.5 and 42.8 s). The setting is the build's: restored when it ends, so that a
+    # program that runs a build keeps its own.
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], 100)
+    app.connect("build-finished", lambda app, exc: gc.set_threshold(*before), priority=900)
     # How myst-nb renders executed outputs: printed lines merged exactly, the download
     # button's notebook with its cached outputs and stable cell ids.
     patches.install(app, "myst-nb stream merge", "myst-nb cached notebook")
