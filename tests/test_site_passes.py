@@ -1,14 +1,34 @@
 """The site's passes over the built pages (tools/jaxguide_build/site/), on small
 synthetic pages: stylesheets purged and bundled, plain token spans unwrapped, output
-text kept readable, and the page memo. Their result on the built book is
+text kept readable, the page memo, the words and icons read from a page (reading), the
+icon rules, fonts and preloads (icons), figures shrunk and sized (images), math as
+MathML (mathml) and the 404 page (notfound). Their result on the built book is
 tests/test_site.py's."""
 
 from __future__ import annotations
 
+import io
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
 from bs4 import BeautifulSoup
+from PIL import Image
+from sphinx.errors import ExtensionError
 
 from jaxguide._wcag import contrast
-from jaxguide_build.site import bundle, memo, pages, stylesheets
+from jaxguide_build.site import (
+    bundle,
+    icons,
+    images,
+    mathml,
+    memo,
+    notfound,
+    pages,
+    reading,
+    stylesheets,
+)
+from jaxguide_build.site.theme import theme_static
 
 
 def test_purge_css_keeps_every_rule_that_can_match():
@@ -191,3 +211,304 @@ def test_page_memo_is_tied_to_the_code_that_finishes_pages(tmp_path, monkeypatch
     pages.write_bytes(pages.read_bytes() + b"\n# changed\n")
     monkeypatch.setattr(site, "CODE", code)
     assert site.PageMemo(out).pages == {}
+
+
+def test_words_and_icons_read_from_a_page():
+    """A page's words (names may start with "-" or a digit; a <link> names files, not
+    classes) and the Font Awesome icons it uses, without the classes that only style one."""
+    page = (
+        '<link rel="stylesheet" href="_static/site.css">'
+        '<p class="a-b -Color-Blue">x_1 took 12.5 s</p>'
+        '<i class="fab fa-github fa-lg"></i><span class="fa-solid fa-magnifying-glass fa-fw">'
+        '<span class="fa-stack fa-2x"></span><div class="fa-not-an-icon"></div>'
+        '<a class="btn far fa-copy fa-spin" href="#">'
+    )
+    words = set(reading.WORD.findall(reading.LINK.sub("", page)))
+    assert words == set(
+        "p class a-b -Color-Blue x_1 took 12 5 s i fab fa-github fa-lg span fa-solid "
+        "fa-magnifying-glass fa-fw fa-stack fa-2x div fa-not-an-icon a btn far fa-copy "
+        "fa-spin href".split()
+    )
+    # A class list with no style token (fa, fas, fab, fa-solid...) names no icon.
+    assert reading.icons_in(page) == {"fa-github", "fa-magnifying-glass", "fa-copy"}
+    assert reading.icons_in('<p class="farm">fa-github</p>') == set()
+
+
+def test_only_the_used_icons_rules_are_kept_and_their_glyphs_listed():
+    css = (
+        '.fa{font-family:X}.fa-magnifying-glass:before,.fa-search:before{content:"\\f002"}'
+        '.fa-github:before{content:"\\f09b"}.fa-php::before{content:"\\f457"}'
+        ".fa-github-alt{color:red}"
+    )
+    kept = icons._keep_used_rules(css, {"fa-search", "fa-php"})
+    assert kept == (
+        '.fa{font-family:X}.fa-magnifying-glass:before,.fa-search:before{content:"\\f002"}'
+        '.fa-php::before{content:"\\f457"}.fa-github-alt{color:red}'
+    )
+    # Glyphs written as escapes or as characters; only private-use ones are icons.
+    css = kept + '.x:after{content:"\\2014"}.y:after{content:"\uf0c9"}.z:after{content:"\\1f600"}'
+    assert icons._codepoints(css) == {0xF002, 0xF457, 0xF0C9}
+
+
+def test_the_theme_stylesheet_keeps_the_icons_the_pages_use(tmp_path):
+    out = tmp_path / "html"
+    (out / "_static" / "styles").mkdir(parents=True)
+    (out / "sub").mkdir()
+    (out / "index.html").write_text('<i class="fab fa-github"></i>')
+    (out / "sub" / "a.html").write_text('<span class="fa-solid fa-bars"></span>')
+    points = icons.keep_used_icons(out, memo.PageMemo(out))
+    css = (out / "_static" / "styles" / "pydata-sphinx-theme.css").read_text()
+    assert '.fa-github:before{content:"\\f09b"}' in css
+    assert '.fa-bars:before,.fa-navicon:before{content:"\\f0c9"}' in css
+    assert ".fa-php:" not in css and ".fa-uber:" not in css
+    assert {0xF09B, 0xF0C9} <= points and not {0xF457, 0xF402} & points
+    (out / "index.html").write_text('<i class="fab fa-no-such-icon"></i>')
+    with pytest.raises(ExtensionError, match=r"\['fa-no-such-icon'\]"):
+        icons.keep_used_icons(out, memo.PageMemo(out))
+
+
+def test_a_webfont_is_subset_to_the_glyphs_and_reused(tmp_path, monkeypatch):
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    source = theme_static() / "vendor" / "fontawesome" / "webfonts" / "fa-brands-400.woff2"
+    target, cache = tmp_path / "a.woff2", tmp_path / "fonts"
+    icons._subset_font(source, target, {0xF09B}, cache)
+    data = target.read_bytes()
+    assert data[:4] == b"wOF2" and len(data) < source.stat().st_size / 20
+    assert set(TTFont(target).getBestCmap()) == {0xF09B}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("subset again")
+
+    monkeypatch.setattr(subset, "Subsetter", refuse)
+    icons._subset_font(source, tmp_path / "b.woff2", {0xF09B}, cache)  # from the cache
+    assert (tmp_path / "b.woff2").read_bytes() == data
+
+
+def test_pages_preload_the_fonts_of_their_icons_and_drop_fontawesome_js(tmp_path):
+    head = (
+        "<html><head>\n"
+        '    <script defer src="../_static/scripts/bootstrap.js?digest=1"></script>\n'
+        '    <script defer src="../_static/scripts/fontawesome.js?digest=1"></script>\n'
+        "</head>"
+    )
+    body = '<body><i class="fab fa-github"></i><i class="fa-solid fa-bars fa-fw"></i></body>'
+    page = icons.preload_icon_fonts(
+        icons.FA_SCRIPT.sub("", head + body), tmp_path / "a" / "b.html", tmp_path
+    )
+    link = '<link rel="preload" as="font" type="font/woff2" crossorigin href="{}">\n'
+    fonts = "../_static/vendor/fontawesome/webfonts/"
+    assert page == (
+        "<html><head>\n"
+        '    <script defer src="../_static/scripts/bootstrap.js?digest=1"></script>\n'
+        + link.format(fonts + "fa-solid-900.woff2")
+        + link.format(fonts + "fa-brands-400.woff2")
+        + "</head>"
+        + body
+    )
+    for name in ("fa-solid-900.woff2", "fa-brands-400.woff2"):
+        assert (theme_static() / "vendor" / "fontawesome" / "webfonts" / name).is_file()
+    assert icons.preload_icon_fonts(page, tmp_path / "a" / "b.html", tmp_path) == page  # once
+    top = icons.preload_icon_fonts("<head></head>" + body, tmp_path / "index.html", tmp_path)
+    assert 'href="_static/vendor/fontawesome/webfonts/fa-brands-400.woff2"' in top
+    assert icons.preload_icon_fonts("<head></head><p>x</p>", tmp_path / "i.html", tmp_path) == (
+        "<head></head><p>x</p>"
+    )
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, "PNG")
+    return out.getvalue()
+
+
+def _pixels(data: bytes) -> tuple[str, np.ndarray]:
+    with Image.open(io.BytesIO(data)) as image:
+        return image.mode, np.asarray(image.convert("RGBA"), dtype=np.int16)
+
+
+def _figure(colours: int, seed: int = 0) -> np.ndarray:
+    """A 64x64 opaque figure of ``colours`` x 49 colours: flat ones, each with close
+    shades (as anti-aliased edges are), scattered so that the PNG does not compress."""
+    rng = np.random.default_rng(seed)
+    flat = rng.integers(20, 200, (colours, 3))
+    shades = np.array([(r, g, 0) for r in range(7) for g in range(7)])
+    palette = (flat[:, None, :] + shades[None]).reshape(-1, 3).astype(np.uint8)
+    return palette[rng.integers(0, len(palette), (64, 64))]
+
+
+def test_a_figure_a_palette_represents_is_stored_as_one():
+    # Within one grey level: 392 colours, at most 6 levels apart in 8 groups.
+    figure = _figure(8)
+    assert len(np.unique(figure.reshape(-1, 3), axis=0)) == 392
+    data = _png(figure)
+    small = images._smaller_png(data)
+    mode, pixels = _pixels(small)
+    error = np.abs(pixels[..., :3] - figure).mean()
+    assert mode == "P" and len(small) < len(data) / 2 and 0 < error < 1
+    # Transparency is kept exactly.
+    rgba = np.random.default_rng(1).integers(0, 256, (16, 4)).astype(np.uint8)
+    figure = rgba[np.random.default_rng(2).integers(0, 16, (64, 64))]
+    small = images._smaller_png(_png(figure))
+    assert _pixels(small)[0] == "P" and np.array_equal(_pixels(small)[1], figure)
+    # Noise: 256 colours cannot draw it (12 levels off); left as it was.
+    noise = np.random.default_rng(3).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    assert images._smaller_png(_png(noise)) == _png(noise)
+
+
+def test_figures_are_shrunk_once_and_their_img_sized_to_half_their_pixels(tmp_path, monkeypatch):
+    out = tmp_path / "html"
+    (out / "_images").mkdir(parents=True)
+    (out / "_images" / "fig.png").write_bytes(_png(np.repeat(np.repeat(_figure(8), 2, 0), 2, 1)))
+    noise = _png(np.random.default_rng(3).integers(0, 256, (64, 64, 3), dtype=np.uint8))
+    (out / "_images" / "noise.png").write_bytes(noise)
+    images.shrink_images(out)
+    shrunk = (out / "_images" / "fig.png").read_bytes()
+    assert _pixels(shrunk)[0] == "P" and (out / "_images" / "noise.png").read_bytes() == noise
+
+    def refuse(data):
+        raise AssertionError("shrunk again")
+
+    monkeypatch.setattr(images, "_smaller_png", refuse)
+    (out / "_images" / "fig.png").write_bytes(_png(np.repeat(np.repeat(_figure(8), 2, 0), 2, 1)))
+    images.shrink_images(out)  # from the cache, both the original and the shrunk copy
+    assert (out / "_images" / "fig.png").read_bytes() == shrunk
+    images.shrink_images(out)
+
+    # Sphinx's inline style gives a 2x figure's CSS size: half its 128x128 pixels.
+    page = out / "chapter" / "p.html"
+    page.parent.mkdir()
+    tag = '<img alt="" src="../_images/fig.png" style="width: 64.0px; height: 63.6px;" />'
+    assert images.sized_img(tag, out, page) == (
+        '<img width="64" height="64" loading="lazy" decoding="async" alt="" '
+        'src="../_images/fig.png" />'
+    )
+    # No style: the PNG's own size, read from the file the page links.
+    (out / "_images" / "small.png").write_bytes(_png(np.zeros((20, 30, 3), np.uint8)))
+    assert images.sized_img('<img src="../_images/small.png">', out, page) == (
+        '<img width="30" height="20" loading="lazy" decoding="async" src="../_images/small.png">'
+    )
+    for tag in (
+        '<img src="../_images/small.png" width="10">',  # sized already
+        '<img src="../_static/logo.png">',  # not a figure
+        '<img src="../_images/missing.png">',
+    ):
+        assert images.sized_img(tag, out, page) == tag
+
+
+def test_copies_of_figures_that_differ_from_their_source_are_cleared(tmp_path):
+    src, out = tmp_path / "book", tmp_path / "html"
+    (src / "fig").mkdir(parents=True)
+    (out / "_images").mkdir(parents=True)
+    (src / "fig" / "a.png").write_bytes(b"a")
+    (src / "b.png").write_bytes(b"b")
+    (out / "_images" / "a.png").write_bytes(b"a, shrunk")
+    (out / "_images" / "b.png").write_bytes(b"b")
+    (out / "_images" / "c.png").write_bytes(b"c")  # its source is gone
+    builder = SimpleNamespace(
+        imagedir="_images",
+        images={"fig/a.png": "a.png", "b.png": "b.png", "c.png": "c.png", "d.png": "d.png"},
+    )
+    app = SimpleNamespace(outdir=str(out), srcdir=str(src), builder=builder)
+    assert images.clear_replaced_images(app) == []
+    assert sorted(p.name for p in (out / "_images").iterdir()) == ["b.png", "c.png"]
+
+
+class _Writer:
+    """What the math visitors use of Sphinx's HTML5Translator: its body and its encoding."""
+
+    special_characters = mathml.HTML5Translator.special_characters
+    encode = mathml.HTML5Translator.encode
+
+    def __init__(self) -> None:
+        self.body: list[str] = []
+
+    def starttag(self, node, tagname, suffix="\n", **attributes):
+        return f'<{tagname} class="{attributes["CLASS"]}">{suffix}'
+
+
+def _visit(visitor, node) -> str:
+    from docutils import nodes
+
+    writer = _Writer()
+    with pytest.raises(nodes.SkipNode):
+        visitor(writer, node)
+    return "".join(writer.body)
+
+
+def test_tex_becomes_mathml_with_the_tex_kept_as_an_annotation():
+    import xml.etree.ElementTree as ET
+
+    from docutils import nodes
+
+    m = "{http://www.w3.org/1998/Math/MathML}"
+    span = ET.fromstring(_visit(mathml.visit_math, nodes.math(text="a < b^2 ")))
+    assert span.tag == "span" and span.get("class") == "math notranslate nohighlight"
+    (math,) = span
+    assert math.tag == f"{m}math" and math.get("display") == "inline"
+    (semantics,) = math
+    drawn, annotation = semantics
+    assert annotation.tag == f"{m}annotation" and annotation.text == "a < b^2"
+    assert annotation.get("encoding") == "application/x-tex"
+    assert [e.text for e in drawn.iter() if e.text] == ["a", "<", "b", "2"]
+    assert drawn.find(f".//{m}msup") is not None
+    div = ET.fromstring(_visit(mathml.visit_math_block, nodes.math_block(text=r"\frac{x}{y}")))
+    assert div.tag == "div" and div[0].get("display") == "block"
+    assert div[0].find(f".//{m}mfrac") is not None and div[0][0][1].text == r"\frac{x}{y}"
+
+
+def test_tex_that_cannot_be_rendered_stays_as_code_with_a_warning(monkeypatch):
+    from docutils import nodes
+
+    warnings = []
+    monkeypatch.setattr(
+        mathml, "logger", SimpleNamespace(warning=lambda *a, **k: warnings.append((a, k)))
+    )
+    node = nodes.math(text="a < x^")
+    assert _visit(mathml.visit_math, node) == (
+        '<span class="math notranslate nohighlight"><code>a &lt; x^</code></span>'
+    )
+    ((message,), where) = warnings[0]
+    assert "'a < x^'" in message and where == {"location": node}
+
+
+def _site(tmp_path, baseurl: str, title: str = "JAX & <you>", favicon: str | None = None):
+    config = SimpleNamespace(
+        html_baseurl=baseurl, html_title=title, project="jaxguide", html_favicon=favicon
+    )
+    return SimpleNamespace(config=config, srcdir=str(tmp_path))
+
+
+@pytest.mark.parametrize("baseurl", ["https://example.org/guide", "https://example.org/guide/"])
+def test_the_404_page_links_resolve_from_any_missing_address(tmp_path, baseurl):
+    import urllib.parse
+
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><circle r="4" fill="#f80"/></svg>'
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "icon.svg").write_text(svg + "\n")
+    notfound.write_not_found(_site(tmp_path, baseurl, favicon="_static/icon.svg"), tmp_path)
+    soup = BeautifulSoup((tmp_path / "404.html").read_text(), "html.parser")
+    assert soup.title.string == "Page not found — JAX & <you>"
+    links = [a["href"] for a in soup.find_all("a")]
+    assert set(links) == {"https://example.org/guide/", "https://example.org/guide/search.html"}
+    for missing in (
+        "https://example.org/x",
+        "https://example.org/guide/gone.html",
+        "https://example.org/guide/a/b/c/gone/",
+    ):
+        assert [urllib.parse.urljoin(missing, link) for link in links] == links
+    icon = soup.find("link", rel="icon")["href"]
+    assert icon.startswith("data:image/svg+xml,") and "#" not in icon
+    assert urllib.parse.unquote(icon.removeprefix("data:image/svg+xml,")) == svg
+    assert soup.find_all(src=True) == []  # nothing else to load
+
+
+def test_the_404_page_without_a_base_url_or_svg_icon(tmp_path):
+    (tmp_path / "icon.png").write_bytes(b"png")
+    for favicon in (None, "icon.png", "missing.svg"):
+        notfound.write_not_found(_site(tmp_path, "", title="", favicon=favicon), tmp_path)
+        soup = BeautifulSoup((tmp_path / "404.html").read_text(), "html.parser")
+        assert soup.find("link", rel="icon")["href"] == "data:,"  # no request at all
+        assert soup.title.string == "Page not found — jaxguide"  # the project's name
+        assert {a["href"] for a in soup.find_all("a")} == {"/", "/search.html"}
