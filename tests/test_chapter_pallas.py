@@ -70,6 +70,15 @@ def test_tiled_matmul_is_within_the_stated_tolerance(g, text):
     assert "1e-04" in text and "1e-05" in text
 
 
+def test_matmul_inputs_are_numpy_draws(g):
+    # the page draws a and b on the host with NumPy's generator, seed 0; their
+    # product in float64 here has the largest entry the page glued
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 256), np.float32).astype(np.float64)
+    b = rng.standard_normal((256, 64), np.float32).astype(np.float64)
+    assert num(g, "matmul_largest") == float(f"{np.abs(a @ b).max():.0f}") == 59
+
+
 def test_fusion_bytes_by_hand(g, text):
     m, k, n = 512, 128, 512
     a, b, c, bias, out = m * k, k * n, m * n, n, m * n
