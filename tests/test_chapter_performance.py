@@ -252,6 +252,21 @@ def test_figures_have_alt_text(book):
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
 
 
+def test_loss_curves_step_count(book):
+    """The loss-curve figure's alt text and the cast-before-tanh prose name the number of
+    steps the page's training loops run; the page says which programs it compiles at
+    LLVM level 0."""
+    text = page_text(book, CH)
+    code = text.replace(" ", "")  # the page's text puts spaces between code tokens
+    loops = re.findall(r"for_inrange\((\d+)\):p,l=step_", code)
+    assert len(loops) == 2 and len(set(loops)) == 1, loops
+    steps = loops[0]
+    alt = next(img["alt"] for img in images(book, CH) if "training-loss curves" in img["alt"])
+    assert f"all {steps} steps" in alt, alt
+    assert f"over the same {steps} steps" in text
+    assert "only reads or runs untimed at level 0" in text
+
+
 def test_collective_matmul_roofline(book):
     """The prediction for published hardware: the permute of one bf16 [64, 256] block
     over one link against the block matmul, and the F/n at which the permute hides."""
