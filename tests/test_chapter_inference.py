@@ -4,6 +4,9 @@ FLOPs and bytes by hand, the roofline), and the errors and timing verdicts it pr
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import io
 import re
 
 import numpy as np
@@ -89,8 +92,13 @@ def critical(peak, hbm, weight_bytes=2):
 def test_training_and_generation(book):
     g = glued(book, CHAPTER)
     assert g["padded_same"] is True
-    # The model learned the Zen: greedy decoding continues a real line of it.
-    assert g["padded_text"].startswith("Although practicality beats purit")
+    # The model learned the Zen: greedy decoding continues a real line of it
+    # (its first 30 characters, prompt included, appear in the Zen itself).
+    with contextlib.redirect_stdout(io.StringIO()):  # importing `this` prints it
+        import this
+    zen = codecs.decode(this.s, "rot13")
+    assert g["padded_text"].startswith("Although ")
+    assert g["padded_text"][:30] in zen
 
 
 def test_cache_equals_recomputation(book):
