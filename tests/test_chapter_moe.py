@@ -352,7 +352,7 @@ def test_balance_loss_in_the_training_step(book):
     task2, aux2, drop2 = runs["0.01"]
     assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
     assert max(task0, task2) < 0.1
-    # compilations at step 1 and over steps 2-60: the run whose step counter was
+    # compilations at step 1 and over steps 2-40: the run whose step counter was
     # put on the mesh compiled once; the run from opt.init's one-device counter
     # compiled once more at step 1 and then reused the first run's program,
     # whatever alpha
