@@ -176,3 +176,33 @@ def test_a_book_without_sections_gets_no_index(tmp_path):
     (out / "stale").mkdir(parents=True)
     assert search.write_records([], {}, out) == 0
     assert not out.exists()
+
+
+def test_sphinx_builds_no_search_index_of_its_own(tmp_path):
+    """The HTML builder's indexer is dropped once it is prepared, so nothing feeds or
+    writes ``searchindex.js``; one left by an earlier build is deleted; other builders
+    are left alone."""
+    from types import SimpleNamespace
+
+    from sphinx.builders.html import StandaloneHTMLBuilder
+
+    class Builder(StandaloneHTMLBuilder):
+        def __init__(self, outdir):  # no Sphinx application: only what the hook reads
+            self.outdir = outdir
+            self.prepared = None
+
+        def prepare_writing(self, docnames):
+            self.prepared = docnames
+            self.indexer = "Sphinx's index builder"
+
+    (tmp_path / "searchindex.js").write_text("Search.setIndex({})")
+    builder = Builder(tmp_path)
+    search.without_sphinx_index(None, builder)
+    assert not (tmp_path / "searchindex.js").exists()
+    builder.prepare_writing({"a", "b"})
+    assert builder.prepared == {"a", "b"} and builder.indexer is None
+
+    other = SimpleNamespace(outdir=tmp_path, prepare_writing=print, format="latex")
+    (tmp_path / "searchindex.js").write_text("kept")
+    search.without_sphinx_index(None, other)
+    assert other.prepare_writing is print and (tmp_path / "searchindex.js").exists()

@@ -135,6 +135,8 @@ def test_only_one_stylesheet_blocks_the_first_paint(book):
             assert not soup.select(
                 'script[src*="jaxguide-search.js"], script[src*="searchindex.js"]'
             ), name
+    # Sphinx's own search index is not built: the search page reads Pagefind's.
+    assert not (book.html / "searchindex.js").exists()
     for css in (book.html / "_static").rglob("*.css"):
         assert "@import" not in css.read_text(encoding="utf-8"), css
     # Every page links the same bundle: one download for the whole site.

@@ -8,6 +8,7 @@ tests/test_site.py's."""
 from __future__ import annotations
 
 import io
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -84,6 +85,12 @@ def test_plain_token_spans_are_unwrapped():
     # token span; a rule for `.n` alone elsewhere would keep it.
     assert pages.plain_token_classes(pygments, "em.sig-param.n{x:1}") == {"n"}
     assert pages.plain_token_classes(pygments, "span.n:hover{x:1}") == set()
+    # Linear in the stylesheets' length: long rule bodies (custom properties) took
+    # seconds when every position inside a body could begin a selector's match.
+    long_bodies = ".n{" + "--x:1;" * 3_000 + "}" + ":root{" + "--y:2;" * 3_000 + "}"
+    start = time.perf_counter()
+    assert pages.plain_token_classes(pygments, long_bodies) == set()
+    assert time.perf_counter() - start < 1.0  # about 6 s when quadratic, 2 ms now
     page = (
         '<div class="highlight"><pre tabindex="0"><span class="n">x</span> '
         '<span class="k">if</span> <span class="n">y</span></pre></div>'

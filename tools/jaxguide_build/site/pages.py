@@ -137,7 +137,11 @@ def plain_token_classes(pygments_css: str, other_css: str) -> frozenset[str]:
     # A selector can match a token's span (one class, no id or other attribute) only
     # through a compound with that class alone: `.sig-param.n` (Sphinx's signatures) cannot.
     named = set()
-    for prelude in re.findall(r"([^{}]*)\{", other_css):
+    # Each prelude starts at the text's start or just after a brace (the lookbehind):
+    # without it, every position inside a rule's body began a match that failed only
+    # at the body's closing brace, quadratic in the body's length: 1.3 s on the theme's
+    # stylesheets (blocks of custom properties up to 3,700 characters), 0.01 s with it.
+    for prelude in re.findall(r"(?<![^{}])([^{}]*)\{", other_css):
         for compound in re.split(r"[\s>+~,()]+", prelude):
             classes = re.findall(r"\.([\w-]+)", compound)
             if len(classes) == 1 and "#" not in compound and "[" not in compound:

@@ -36,6 +36,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bs4 import BeautifulSoup, Tag
 from sphinx.application import Sphinx
@@ -292,6 +293,26 @@ def _write(records: list[Section], out: Path) -> int:
             + (proc.stdout + proc.stderr)[-2000:]
         )
     return len(records)
+
+
+def without_sphinx_index(app: Sphinx, builder: Any) -> None:
+    """``write-started``: no Sphinx search index. The search page reads Pagefind's
+    (:func:`write_index`) and no page loads ``searchindex.js``, which Sphinx would
+    otherwise build as it writes each page (a few seconds of a full build) and write to
+    the site. Sphinx still writes ``search.html``, which :func:`search_scripts` gives
+    the book's script; an index left by an earlier build is deleted."""
+    from sphinx.builders.html import StandaloneHTMLBuilder
+
+    if not isinstance(builder, StandaloneHTMLBuilder):
+        return
+    prepare = builder.prepare_writing
+
+    def prepare_writing(docnames: set[str]) -> None:
+        prepare(docnames)
+        builder.indexer = None  # Sphinx skips feeding and dumping an index it lacks
+
+    builder.prepare_writing = prepare_writing  # type: ignore[method-assign]
+    (Path(builder.outdir) / builder.searchindex_filename).unlink(missing_ok=True)
 
 
 def write_index(app: Sphinx, outdir: Path) -> None:
