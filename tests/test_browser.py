@@ -959,8 +959,8 @@ def lighthouse_pages(html: Path) -> list[str]:
     """The landing page, the heaviest chapter of the build (by the bytes of the page and
     its figures), whatever chapters the book has, and the search page (before a query:
     its script loads Pagefind and the index only when there is one): one page of each
-    kind the site has. Every page is scored by bench/lighthouse.py; each run here takes
-    about 20 s on an otherwise idle machine, at the end of make test."""
+    kind the site has. Every page is scored by bench/lighthouse.py; the three first runs
+    here share one Node process and one Chromium, at the end of make test."""
     return ["index", *lighthouse.heaviest(html, CHAPTERS, 1), "search"]
 
 
