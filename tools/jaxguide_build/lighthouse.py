@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -151,7 +152,7 @@ def run_many(
     loading its configuration and launching Chromium. Each page still gets a tab of its
     own with its origin's cache and storage cleared, as :func:`run` gives it. ``keep``
     (one path or ``None`` per URL) keeps the JSON reports. A page whose run fails is run
-    again on its own with :func:`run`."""
+    again on its own with :func:`run`, with a warning that says why."""
     if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
         raise TypeError(f"urls must be a list of URL strings, got {urls!r}")
     keep = [None] * len(urls) if keep is None else list(keep)
@@ -191,7 +192,9 @@ def run_many(
                     tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
                     raise RuntimeError(f"no report for {url} (exit {proc.returncode}):\n{tail}")
                 results.append(summarise(json.loads(out.read_text(encoding="utf-8"))))
-            except (RuntimeError, ValueError, KeyError):
+            except (RuntimeError, ValueError, KeyError) as err:
+                # Said, not hidden: a batch that always fails would double every run.
+                warnings.warn(f"Lighthouse batch: {err}; running {url} on its own", stacklevel=2)
                 results.append(run(url, keep=kept))
         return results
 
