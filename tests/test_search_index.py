@@ -194,6 +194,10 @@ def test_sphinx_builds_no_search_index_of_its_own(tmp_path):
         def prepare_writing(self, docnames):
             self.prepared = docnames
             self.indexer = "Sphinx's index builder"
+            self.load_indexer(docnames)
+
+        def load_indexer(self, docnames):
+            raise AssertionError("loads the last build's index (and warns if there is none)")
 
     (tmp_path / "searchindex.js").write_text("Search.setIndex({})")
     builder = Builder(tmp_path)

@@ -311,6 +311,9 @@ def without_sphinx_index(app: Sphinx, builder: Any) -> None:
         prepare(docnames)
         builder.indexer = None  # Sphinx skips feeding and dumping an index it lacks
 
+    # Nor does it load the last build's index (there is none: it would warn that the
+    # index will be incomplete on every build that writes only some pages).
+    builder.load_indexer = lambda docnames: None  # type: ignore[method-assign]
     builder.prepare_writing = prepare_writing  # type: ignore[method-assign]
     (Path(builder.outdir) / builder.searchindex_filename).unlink(missing_ok=True)
 
