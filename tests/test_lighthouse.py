@@ -58,3 +58,13 @@ def test_heaviest_chapters_are_chosen_by_bytes(tmp_path):
     (tmp_path / "b.html").write_text('<img src="_images/big.png" alt="x">')
     (tmp_path / "c.html").write_text("<p>c</p>")
     assert lighthouse.heaviest(tmp_path, ["a", "b", "c"], 2) == ["b", "a"]
+
+
+def test_cli_and_batch_runs_share_one_table_of_settings():
+    """run's CLI options are SETTINGS spelled the CLI's way, so both kinds of run use the
+    same settings."""
+    assert lighthouse._cli_option("maxWaitForLoad", 60000) == "--max-wait-for-load=60000"
+    assert lighthouse._cli_option("disableFullPageScreenshot", True) == (
+        "--disable-full-page-screenshot"
+    )
+    assert lighthouse._cli_option("output", "json") == "--output=json"

@@ -26,6 +26,14 @@ LIGHTHOUSE = ROOT / "node_modules" / "lighthouse" / "cli" / "index.js"
 #: Runs several pages in one Node process and one Chromium (:func:`run_many`).
 BATCH = Path(__file__).with_name("lighthouse_batch.mjs")
 CATEGORIES = ("performance", "accessibility", "best-practices")
+#: Lighthouse's settings for every run, by their Node API names (:func:`run_many` hands
+#: them to ``lighthouse_batch.mjs``; :func:`run` passes each as the CLI's ``--kebab-case``
+#: option). Chromium's flags and the categories are added by each.
+SETTINGS: dict[str, object] = {
+    "output": "json",
+    "disableFullPageScreenshot": True,
+    "maxWaitForLoad": 60000,
+}
 CHROME_FLAGS = [
     "--headless=new",
     "--no-sandbox",
@@ -169,7 +177,7 @@ def run_many(
                 {
                     "chromePath": str(chromium_path()),
                     "chromeFlags": CHROME_FLAGS,
-                    "categories": list(CATEGORIES),
+                    "settings": {**SETTINGS, "onlyCategories": list(CATEGORIES)},
                     "jobs": [{"url": u, "out": str(o)} for u, o in zip(urls, outs)],
                 }
             ),
@@ -199,6 +207,14 @@ def run_many(
         return results
 
 
+def _cli_option(name: str, value: object) -> str:
+    """A Node API setting as the CLI spells it: ``maxWaitForLoad`` 60000 is
+    ``--max-wait-for-load=60000``, ``disableFullPageScreenshot`` True is
+    ``--disable-full-page-screenshot``."""
+    flag = "--" + re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+    return flag if value is True else f"{flag}={value}"
+
+
 def _run_once(url: str, *, keep: Path | None, timeout: float) -> Result:
     with tempfile.TemporaryDirectory(prefix="jaxguide-lh-") as tmp:
         out = Path(keep) if keep else Path(tmp) / "report.json"
@@ -207,12 +223,10 @@ def _run_once(url: str, *, keep: Path | None, timeout: float) -> Result:
             str(LIGHTHOUSE),
             url,
             "--quiet",
-            "--output=json",
             f"--output-path={out}",
             f"--only-categories={','.join(CATEGORIES)}",
             f"--chrome-flags={' '.join(CHROME_FLAGS)}",
-            "--disable-full-page-screenshot",
-            "--max-wait-for-load=60000",
+            *(_cli_option(name, value) for name, value in SETTINGS.items()),
         ]
         env = {**os.environ, "CHROME_PATH": str(chromium_path()), "TMPDIR": tmp}
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

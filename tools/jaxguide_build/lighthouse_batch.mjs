@@ -5,7 +5,8 @@
 // the CLI gives it.
 //
 // Usage: node lighthouse_batch.mjs SPEC.json, where SPEC holds {"chromePath": ...,
-// "chromeFlags": [...], "categories": [...], "jobs": [{"url": ..., "out": ...}, ...]}.
+// "chromeFlags": [...], "settings": {...}, "jobs": [{"url": ..., "out": ...}, ...]};
+// "settings" are Lighthouse's (lighthouse.py's SETTINGS, with the categories).
 // Each job's JSON report is written to its "out"; a job that fails writes
 // {"runtimeError": {"code": "BATCH", "message": ...}} there instead, and the rest run.
 import fs from 'node:fs';
@@ -21,12 +22,9 @@ try {
   for (const job of spec.jobs) {
     try {
       const result = await lighthouse(job.url, {
+        ...spec.settings,
         port: chrome.port,
-        output: 'json',
         logLevel: 'error',
-        onlyCategories: spec.categories,
-        disableFullPageScreenshot: true,
-        maxWaitForLoad: 60000,
       });
       fs.writeFileSync(job.out, result.report);
     } catch (err) {
