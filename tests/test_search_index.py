@@ -210,3 +210,20 @@ def test_sphinx_builds_no_search_index_of_its_own(tmp_path):
     (tmp_path / "searchindex.js").write_text("kept")
     search.without_sphinx_index(None, other)
     assert other.prepare_writing is print and (tmp_path / "searchindex.js").exists()
+
+
+def test_token_spans_are_dropped_before_parsing_and_nothing_else_changes():
+    """Highlighted code's one span per token, and inline code's span, go before the page
+    is parsed (most of its tags): the words, ids and other spans stay."""
+    page = (
+        '<article class="bd-article"><section id="s"><h1>T</h1>'
+        '<p><code class="docutils literal"><span class="pre">jax.jit</span></code> and '
+        '<span class="keep" id="k">kept</span></p>'
+        '<div class="highlight"><pre><span></span><span class="n">x</span>'
+        '<span class="o">=</span><span class="mi">1</span></pre></div></section></article>'
+    )
+    stripped = search._without_token_spans(page)
+    assert '<span class="keep" id="k">kept</span>' in stripped
+    assert "<pre>x=1</pre>" in stripped and 'class="pre"' not in stripped
+    (record,) = search.sections(page, "p")
+    assert "jax.jit" in record.html and "x=1" in record.html and record.ids == {"s", "k"}

@@ -115,6 +115,8 @@ def glued_code(code_cells: list[str]) -> dict[str, str]:
     ``claim("key", value, ...)`` call stores."""
     found = {}
     for src in code_cells:
+        if not any(f"{name}(" in src for name in GLUING):
+            continue  # no call to either: nothing to parse (most cells)
         try:
             tree = ast.parse(src)
         except SyntaxError:

@@ -151,6 +151,20 @@ def headed_sections(article: Tag) -> list[Tag]:
     ]
 
 
+_PRE = re.compile(r"(<pre\b[^>]*>)(.*?)(</pre>)", re.S)
+_SPAN_TAG = re.compile(r"</?span\b[^>]*>")
+_INLINE_PRE = re.compile(r'<span class="pre">([^<]*)</span>')
+
+
+def _without_token_spans(html_text: str) -> str:
+    """``html_text`` without the ``<span>`` tags of highlighted code (every span inside a
+    ``<pre>``: one per token) and of inline code (``<span class="pre">``), their text
+    kept: more than half of a page's tags, which carry no words and no ids, and most of
+    the time parsing took."""
+    html_text = _PRE.sub(lambda m: m[1] + _SPAN_TAG.sub("", m[2]) + m[3], html_text)
+    return _INLINE_PRE.sub(r"\1", html_text)
+
+
 def sections(text: str, page: str) -> list[Section]:
     """The sections of the built page ``page`` (its name, e.g. ``"sharding"``) whose
     HTML is ``text``: each ``<section>`` of the article that has a heading, with its
@@ -160,7 +174,9 @@ def sections(text: str, page: str) -> list[Section]:
     end = text.rfind("</article>")
     if start < 0 or end < start:
         return []
-    article = BeautifulSoup(text[start : end + len("</article>")], "html.parser").article
+    article = BeautifulSoup(
+        _without_token_spans(text[start : end + len("</article>")]), "html.parser"
+    ).article
     if article is None:
         return []
     for tag in _not_text(article):
