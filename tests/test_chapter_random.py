@@ -112,6 +112,17 @@ def test_random_generators(g):
 
     for impl, n in words.items():
         assert jax.random.key_data(jax.random.key(0, impl=impl)).size == n, impl
+
+    # The page's loop is lax.map inside one compiled program; it draws what a
+    # Python loop of eager draws over the same four keys draws, for every generator.
+    def draw(k):
+        return jax.random.uniform(k, (2,))
+
+    for impl in words:
+        ks = jax.random.split(jax.random.key(0, impl=impl), 4)
+        eager_loop = np.stack([np.asarray(draw(ks[i])) for i in range(4)])
+        mapped = np.asarray(jax.lax.map(draw, ks))
+        np.testing.assert_array_equal(mapped, eager_loop, err_msg=impl)
     assert g["vmap_is_loop"] == {
         "threefry2x32": True,
         "threefry4x32": True,
