@@ -152,7 +152,7 @@ def test_training(book):
     raised = errors(book, "training")
     assert [e.name for e in raised] == ["ValueError", "ValueError", "CheckpointError"], raised
     assert "a batch of 100 examples does not divide across 8 devices" in raised[0].message
-    assert "the data has 2 features" in raised[1].message and "expects 3" in raised[1].message
+    assert "the data has 3 features" in raised[1].message and "expects 2" in raised[1].message
     assert (
         "save_checkpoint: notes holds something other than checkpoints (results.csv)"
         in raised[2].message
