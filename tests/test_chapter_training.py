@@ -152,7 +152,7 @@ def test_training(book):
     raised = errors(book, "training")
     assert [e.name for e in raised] == ["ValueError", "ValueError", "CheckpointError"], raised
     assert "a batch of 100 examples does not divide across 8 devices" in raised[0].message
-    assert "the data has 2 features" in raised[1].message and "expects 3" in raised[1].message
+    assert "the data has 3 features" in raised[1].message and "expects 2" in raised[1].message
     assert (
         "save_checkpoint: notes holds something other than checkpoints (results.csv)"
         in raised[2].message
@@ -251,3 +251,18 @@ def test_training_compiles_at_level_0_with_two_exceptions(book):
     assert g["nnx_jit_options"] is ("compiler_options" in inspect.signature(nnx.jit).parameters)
     # jax.jit writes nothing back into its arguments: the prose says run returns them.
     assert "train_nnx continues with the returned model" in text
+
+
+def test_training_raw_units_are_the_first_sections_spirals(book):
+    import jax
+    import numpy as np
+
+    from jaxguide import data
+
+    g = glued(book, "training")
+    # Defect 2 is the first section's 3000 points, x * 10 + 40, its first 2000 for
+    # training: the glued statistics are those of that set, computed here again.
+    x, _ = data.spirals(jax.random.key(0), 3000, n_classes=3)
+    raw = np.asarray(x[:2000]) * 10.0 + 40.0
+    assert g["raw_mean"] == f"{raw.mean():.0f}"
+    assert g["raw_std"] == f"{raw.std(0).mean():.1f}"
