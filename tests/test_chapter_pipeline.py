@@ -91,6 +91,10 @@ def test_training_step_with_embedding_head_and_optax(book):
     got, ref = g["lm_losses"]
     assert got == pytest.approx(ref, rel=1e-5)
     assert float(g["lm_worst"]) < 1e-2  # less than one of Adam's steps (lr)
+    # The prose: the updated parameters differ by more than the gradients did, and
+    # the same gradients give the same update.
+    assert float(g["lm_worst"]) > 10 * float(g["lm_grad_worst"])
+    assert float(g["lm_same"]) < float(g["lm_worst"]) / 10
     assert g["lm_specs_out"] == ["P('stage',)"] * 2
     kinds = sorted(g["lm_sent"])
     assert kinds.count(["collective-permute", True]) == 2
