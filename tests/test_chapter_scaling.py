@@ -260,6 +260,7 @@ def test_remat_and_offload(book):
     assert g["scan_temp_after"] == format_bytes(scan["True"])
     # Offload: residuals typed for host memory; the CPU program reserves none.
     assert g["offload_example"].startswith("f32<host>[")
+    assert g["n_offloaded"] > 0 and g["offload_host_bytes"] == 0
 
 
 def test_created_sharded(book):
