@@ -250,8 +250,7 @@ def test_race_summary_names_the_cells_lines(g):
     first, prefetch = line_of("0, 0).start()"), line_of("1 - slot).start()")
     read = line_of("# not yet waited for")
     assert g["race_lines"] == (
-        f"copy 0 started at line {first}, the others at line {prefetch},"
-        f" all read at line {read}"
+        f"copy 0 started at line {first}, the others at line {prefetch}, all read at line {read}"
     )
     assert (first, prefetch, read) == (2, 9, 11)
 
