@@ -237,6 +237,24 @@ def test_double_buffering_and_the_race(g):
     assert g["race_eager_right"] is True
 
 
+def test_race_summary_names_the_cells_lines(g):
+    """The one-line summaries read the report's line numbers: those of the cell that
+    defines reads_too_early (the interpreter reports lines within the cell)."""
+    source = (Path(__file__).parents[1] / "book" / f"{CHAPTER}.md").read_text()
+    cell = "def reads_too_early" + source.split("def reads_too_early")[1]
+    lines = cell.split("```")[0].splitlines()
+
+    def line_of(text: str) -> int:
+        return next(n for n, line in enumerate(lines, 1) if text in line)
+
+    first, prefetch = line_of("0, 0).start()"), line_of("1 - slot).start()")
+    read = line_of("# not yet waited for")
+    assert g["race_lines"] == (
+        f"copy 0 started at line {first}, the others at line {prefetch}, all read at line {read}"
+    )
+    assert (first, prefetch, read) == (2, 9, 11)
+
+
 def test_parallel_marks_checked_under_several_seeds(g):
     assert num(g, "parallel_hidden") < 1e-4  # interpret=True ignores the marks
     assert num(g, "parallel_caught") > 1.0  # seed 0: the reduction visited out of order
@@ -429,17 +447,34 @@ def test_num_programs_per_grid(g):
     assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3))
 
 
-def test_figures_vmap_and_hijax(g, book):
+def test_figures_vmap_and_races(g, book):
     # two figures, each with alt text that describes it
     imgs = images(book, CHAPTER)
     assert len(imgs) == 2
     assert all(len(img.get("alt", "")) > 100 for img in imgs)
     # vmap over a batch of 3 puts 3 in front of the kernel's grid (4, 2)
     assert g["vmap_grid"] == (3, 4, 2) or g["vmap_grid"] == [3, 4, 2]
-    # x = 0, 1, 2 and y = x + 1: d(xy) with dx = dy = 1 is x + y; grads y and x
-    assert g["hi_both"] == "jvp [1. 3. 5.], grad [1. 2. 3.] and [0. 1. 2.]"
     # 4 early reads, the 2-entry clock pairs copies (0, 1) and (2, 3)
     assert g["race_default_copies"] == "0 and 2"
     assert g["race_reports_default"] == 2
     # the docstring's own words about the XLA flag
     assert "--xla_tpu_scoped_vmem_limit_kib=N" in g["vmem_doc"]
+
+
+def test_flash_cost_estimate_by_hand(g):
+    """The causal (1, 2, 256, 128) flash forward with 128-blocks computes on 3 of its
+    4 blocks of scores per head; the TPU lowering carries that count unchanged."""
+    B, N, T, H, b = 1, 2, 256, 128, 128
+    used = 3 / 4  # blocks (0, 0), (1, 0), (1, 1)
+    flops = round(B * N * used * T * T * H * 2 * 2)  # two matmuls, 2 FLOPs a MAC
+    exps = round(B * N * (used * T * T + 3 * b))  # the scores, the rescale per block
+    logs = B * N * T
+    hbm = F32 * (4 * B * N * T * H + B * N * T)
+    assert g["flash_cost_tpu"] == (
+        f"{flops:,} flops, {exps + logs:,} transcendentals, {hbm:,} bytes accessed"
+    )
+    assert g["flash_cost_tpu"].startswith("50,331,648 flops")
+    # the interpreter drops the estimate: cost_analysis counts other numbers
+    counted, _, by_hand = g["flash_cost_interpreted"].partition(" FLOPs against ")
+    assert by_hand == f"{2 * 2 * 10 * 2 * 2 * 32 * 32 * 32:,} by hand"
+    assert counted != by_hand.split()[0]
