@@ -281,6 +281,8 @@ def test_created_sharded(book):
     assert g["born_out"] == g["zeros_piece"] == format_bytes(whole // 8)
     assert g["born_temp"] == format_bytes(temp)
     assert g["old_temp"] == format_bytes(mem["old generator"][1])
+    # jnp.zeros(..., device=sharding) outside jit: the rows split over all 8 devices.
+    assert g["direct_zeros_shard"] == str((4096 // 8, 4096))
 
 
 def test_eval_shape_shardings(book):
