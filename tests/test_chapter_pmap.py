@@ -36,7 +36,7 @@ def test_pmap_rows_and_errors(book):
         book, "pmap", "jax.pmap(lambda row: 2 * row)(many)"
     )
     assert "a batch of 10 examples does not divide across 8 devices" in cell_output(
-        book, "pmap", "split_batch(jnp.zeros((10, 3)))"
+        book, "pmap", "split_batch(np.zeros((10, 3), "f4"))"
     )
     assert "should match the mesh passed to shard_map" in cell_output(
         book, "pmap", "jax.pmap(jax.pmap(lambda row: 2 * row))(grid)"
