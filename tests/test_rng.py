@@ -15,8 +15,11 @@ def test_stream_never_repeats_a_key_and_is_reproducible():
 
 
 def test_stream_gives_batches_of_keys():
-    keys = KeyStream(0)(4)
+    stream = KeyStream(0)
+    keys = stream(4)
     assert keys.shape == (4,) and is_typed_key(keys)
+    stream()
+    assert stream.count == 5 and "keys handed out: 5" in repr(stream)  # keys, not calls
     assert len({float(jax.random.uniform(k)) for k in keys}) == 4
 
 

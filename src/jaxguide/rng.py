@@ -64,7 +64,7 @@ class KeyStream:
     Example:
         >>> keys = KeyStream(0)
         >>> keys(3).shape, keys
-        ((3,), KeyStream(keys handed out: 1))
+        ((3,), KeyStream(keys handed out: 3))
     """
 
     def __init__(self, seed_or_key: int | jax.Array = 0) -> None:
@@ -90,7 +90,7 @@ class KeyStream:
         if n is not None:
             n = _checks.positive_int("KeyStream", "n", n, example=3)
         self._key, sub = jax.random.split(self._key)
-        self.count += 1
+        self.count += 1 if n is None else n  # keys handed out, not calls
         return sub if n is None else jax.random.split(sub, n)
 
     def __repr__(self) -> str:
