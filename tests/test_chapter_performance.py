@@ -264,6 +264,12 @@ def test_loss_curves_step_count(book):
     alt = next(img["alt"] for img in images(book, CH) if "training-loss curves" in img["alt"])
     assert f"all {steps} steps" in alt, alt
     assert f"over the same {steps} steps" in text
+    # The curves train on the batch's first rows (a slice of the NumPy batch), and the
+    # cast-before-tanh loop names that number of rows.
+    rows = re.findall(r"xc,yc=jax\.device_put\(\(x_np\[:(\d+)\],y_np\[:(\d+)\]\)\)", code)
+    assert len(rows) == 1 and rows[0][0] == rows[0][1], rows
+    assert int(rows[0][0]) < 512 and f"on the same {rows[0][0]} rows" in text
+    assert "step_fn(p,xc,yc)" in code and "step_act(p,xc,yc)" in code
     assert "only reads or runs untimed at level 0" in text
 
 
