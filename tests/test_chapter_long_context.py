@@ -77,6 +77,15 @@ def test_ring_equals_full_attention_values_and_gradients(g):
     assert g["tol"] == "1e-05" and float(g["worst_equal"]) < 1e-5
 
 
+def test_one_ring_program_for_every_layout(g):
+    # The chunk table and the causal flag are arguments of the ring's program:
+    # the three gradient checks (contiguous causal and not, zig-zag causal) ran
+    # one compiled gradient, and the two layouts' forward runs one program.
+    grad_checks = len(g["equal_results"]) + 1  # and the zig-zag gradient
+    assert g["ring_grad_programs"] == 1 < grad_checks == 3
+    assert g["ring_fwd_programs"] == 1 < len(g["layout_diffs"]) == 2
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "zigzag"])
 def test_measured_work_matches_an_independent_count(g, layout):
     assert g["work"][layout] == work(layout).tolist()
