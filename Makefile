@@ -1,11 +1,10 @@
-# jaxguide: two commands on a fresh machine with Python 3.11, pip and make.
+# jaxguide, on a fresh machine with Python 3.11, pip and make:
+#   make unit   start here: the package's unit tests and doctests and the tools' own tests,
+#               without building the book or opening Chromium (under a minute)
 #   make book   build the HTML book into _build/html (executes every chapter)
-#   make test   run the test suite: lint and type check (as make lint), unit tests, a strict
-#               build of the whole book, and the built site checked in headless Chromium
-# Both create the environment from uv.lock first (in .venv, with uv in .tools).
-# While working on the code:
-#   make unit   the package's unit tests and doctests and the tools' own tests, without
-#               building the book or opening Chromium (about a minute)
+#   make test   the full check (what .ci/run runs): lint and type check (as make lint),
+#               every test, a strict build of the whole book, the site in headless Chromium
+# Each creates the environment from uv.lock first (in .venv, with uv in .tools).
 #   make lint   ruff and mypy
 
 PYTHON ?= python3.11
@@ -56,7 +55,7 @@ test: $(VENV)/.synced
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # Every test not marked book, builds or browser (pyproject.toml, [tool.pytest.ini_options]);
-# a test that uses the built book must carry the book marker (tests/conftest.py).
+# a test that uses the built book must carry the book marker (tests/timeline.py).
 # pytest-xdist runs the tests on every core, each worker taking more tests as it finishes
 # (worksteal: a run ended about 8 s sooner than with fixed batches, which left one core
 # idle while the other ran the last slow tests). Most of their time is XLA compiling small

@@ -4,9 +4,12 @@ its own file, tests/test_chapter_<name>.py."""
 
 from __future__ import annotations
 
+import ast
+import builtins
 import re
 
 import pytest
+from myst_nb.core.read import read_myst_markdown_notebook
 
 from bookcheck import ROOT, executed_chapters, glued, parsed_page, toc_parts
 from jaxguide_build.staleness import code_of
@@ -97,3 +100,53 @@ def test_every_claim_is_glued(book, chapter):
 def test_claim_keys_are_read_from_code_cells():
     assert claim_keys("numpy")[:2] == ["sin_gap", "sin_values"]
     assert all(claim_keys(c) for c in executed_chapters())
+
+
+def _names(code: str) -> tuple[set[str], set[str]]:
+    """(names a piece of code binds anywhere, names it reads) by its syntax tree: an
+    assignment, an import, a ``def`` or ``class``, a parameter, a loop or ``with``
+    target, an ``except ... as`` name; code that is not Python binds and reads nothing."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set(), set()
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound, read
+
+
+@pytest.mark.parametrize("chapter", executed_chapters())
+def test_visible_cells_need_no_name_only_a_hidden_cell_defines(chapter):
+    """A reader who copies a page's visible cells gets code that runs: no visible cell
+    reads a name that only a hidden one (``remove-cell``, ``remove-input``) defines."""
+    nb = read_myst_markdown_notebook((ROOT / "book" / f"{chapter}.md").read_text())
+    hidden_bound: set[str] = set()
+    visible_bound: set[str] = set()
+    visible_read: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        (code,) = code_of(f"```{{code-cell}} ipython3\n{cell.source}\n```\n")
+        bound, read = _names(code)
+        tags = set(cell.metadata.get("tags", []))
+        if tags & {"remove-cell", "remove-input"}:
+            hidden_bound |= bound
+        else:
+            visible_bound |= bound
+            visible_read |= read
+    only_hidden = (visible_read & hidden_bound) - visible_bound - set(dir(builtins))
+    assert not only_hidden, (
+        f"{chapter}: visible cells read {sorted(only_hidden)}, defined only in hidden "
+        "cells; define them in a visible cell"
+    )

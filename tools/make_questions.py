@@ -83,7 +83,7 @@ def topics() -> dict[str, str]:
     for page in toc.pages(ROOT / "_toc.yml", ROOT / "book"):
         if page in NOT_TOPICS:
             continue
-        text = (ROOT / "book" / f"{page}.md").read_text()
+        text = (ROOT / "book" / f"{page}.md").read_text(encoding="utf-8")
         heading = re.search(r"^# (.+)$", text, re.M)
         out[page] = heading.group(1).strip() if heading else page
     for name, title in EXTRA_TOPICS.items():
@@ -103,7 +103,7 @@ def _one_line(entry: dict, key: str, where: str) -> str:
 def load(path: Path = BANK) -> list[Entry]:
     """The bank's entries, checked: known keys, one-line text, an issue or discussion
     thread (never a pull request), a known topic, and a section label or "not yet"."""
-    data = yaml.safe_load(path.read_text())
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(data, list):
         raise BankError(f"{path.name}: expected a list of entries, got {type(data).__name__}")
     known = topics()
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_questions: {err}", file=sys.stderr)
         return 1
     if check:
-        if not PAGE.is_file() or PAGE.read_text() != text:
+        if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
             print(
                 f"{PAGE.relative_to(ROOT)} is missing or stale: run "
                 ".venv/bin/python tools/make_questions.py",
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
         return 0
-    PAGE.write_text(text)
+    PAGE.write_text(text, encoding="utf-8")
     print(f"wrote {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -90,10 +90,10 @@ def wheel_environment(tmp: Path, jax: str | None = None) -> Path:
         pins = [line for line in pins if not re.match(r"(jax|jaxlib)==", line)]
         pins += [f"jax=={jax}", f"jaxlib=={jax}"]
         overrides = tmp / "overrides.txt"
-        overrides.write_text(f"jax=={jax}\njaxlib=={jax}\n")
+        overrides.write_text(f"jax=={jax}\njaxlib=={jax}\n", encoding="utf-8")
         override = ["--override", str(overrides)]
     constraints = tmp / "constraints.txt"
-    constraints.write_text("\n".join(pins) + "\n")
+    constraints.write_text("\n".join(pins) + "\n", encoding="utf-8")
     venv = tmp / "venv"
     _run(uv(), "venv", "--quiet", "--python", "3.11", str(venv))
     python = venv / "bin" / "python"

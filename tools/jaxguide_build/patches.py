@@ -23,6 +23,7 @@ patch                                package          code                 insta
 ``jupyter-cache parallel executor``  jupyter-cache    ``execution``        ``execution``
 ``sphinx figure numbers``            sphinx           ``incremental``      ``incremental``
 ``sphinx pickled doctrees``          sphinx           ``incremental``      ``incremental``
+``sphinx no search index``          sphinx           ``site.search``      ``site``
 ``sphinx-exercise registry``         sphinx-exercise  ``incremental``      ``incremental``
 ===================================  ===============  ===================  ==================
 
@@ -300,6 +301,14 @@ PATCHES: dict[str, Patch] = {
         "the private env._pickled_doctree_cache that incremental.skeleton_of reads "
         "(tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
+    ),
+    "sphinx no search index": Patch(
+        "sphinx",
+        "7.4.",
+        "Sphinx's own search index built beside Pagefind's as every page is written",
+        "that StandaloneHTMLBuilder.prepare_writing still makes builder.indexer, and that "
+        "Sphinx feeds and dumps no index when it is None (site.search.without_sphinx_index; "
+        "tests/test_search_index.py::test_sphinx_builds_no_search_index_of_its_own)",
     ),
     "sphinx-exercise registry": Patch(
         "sphinx-exercise",

@@ -20,7 +20,7 @@ import io
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 # Types GitHub Pages compresses (the ones a site like this one serves).
 COMPRESSED = (
@@ -67,7 +67,7 @@ class GzipHandler(http.server.SimpleHTTPRequestHandler):
                 self._cache[key] = cached
         return cached
 
-    def send_head(self):  # type: ignore[no-untyped-def]
+    def send_head(self) -> io.BytesIO | BinaryIO | None:
         path = self.translate_path(self.path)
         if Path(path).is_dir():
             if not self.path.split("?")[0].split("#")[0].endswith("/"):

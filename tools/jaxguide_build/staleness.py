@@ -152,7 +152,7 @@ class PackageGraph:
             m: hashlib.sha256(p.read_bytes()).hexdigest() for m, p in self.files.items()
         }
         self.deps = {
-            m: {d for d in cached_imports(p.read_text())[1] if d in self.files}
+            m: {d for d in cached_imports(p.read_text(encoding="utf-8"))[1] if d in self.files}
             for m, p in self.files.items()
         }
 
@@ -224,7 +224,7 @@ def load_memo(folder: Path) -> None:
     _MEMO.clear()
     _MEMO.update({"imports": {}, "distributions": {}})
     try:
-        data = json.loads((folder / MEMO).read_text())
+        data = json.loads((folder / MEMO).read_text(encoding="utf-8"))
         if isinstance(data, dict):
             _MEMO.update({k: v for k, v in data.items() if k in _MEMO and isinstance(v, dict)})
     except (OSError, ValueError):
@@ -306,7 +306,7 @@ def read_store(path: Path) -> dict[str, Any]:
     """The stored fingerprints; an unreadable store counts as empty (every chapter is
     then checked against its cache anew), with a line in the log saying so."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, found {type(data).__name__}")
         return data
@@ -322,7 +322,7 @@ def _chapters(env: BuildEnvironment) -> dict[str, tuple[Path, str]]:
     found: dict[str, tuple[Path, str]] = {}
     for docname in sorted(env.found_docs):
         path = Path(env.doc2path(docname))
-        source = path.read_text() if path.suffix == ".md" else ""
+        source = path.read_text(encoding="utf-8") if path.suffix == ".md" else ""
         if "```{code-cell}" in source:
             found[docname] = (path, source)
     return found
@@ -343,7 +343,7 @@ def outdated(
         name: fingerprint(source, graph, folder=path.parent)
         for name, (path, source) in chapters.items()
     }
-    used = [[p.read_text()] for p in graph.files.values()] + [
+    used = [[p.read_text(encoding="utf-8")] for p in graph.files.values()] + [
         code_of(source) for _, source in chapters.values()
     ]
     save_memo(folder, {hashlib.sha256("\0".join(c).encode()).hexdigest() for c in used})
@@ -365,7 +365,9 @@ def outdated(
             from myst_nb.core.read import read_myst_markdown_notebook
 
             dropped.add(
-                cache.match_cache_notebook(read_myst_markdown_notebook(path.read_text())).pk
+                cache.match_cache_notebook(
+                    read_myst_markdown_notebook(path.read_text(encoding="utf-8"))
+                ).pk
             )
         except Exception:  # KeyError: nothing cached under this hash
             pass

@@ -29,9 +29,10 @@ cache and ``reading`` what it reads; neither is a pass.
 Earlier in the build, not passes: ``mathml`` renders math to MathML (a Sphinx math
 renderer); ``theme`` drops Thebe and sets the theme mode and each page's description
 (Sphinx events); ``images`` clears Sphinx's copies of figures it shrank; ``search``
-keeps Sphinx from building its own search index, which no page reads. Rewritten
-theme files are put back at the next build (``builder-inited``: ``theme``,
-``stylesheets``), so each build starts from the theme's originals.
+keeps Sphinx from building its own search index, which no page reads (a patch of
+Sphinx's builder, under the rule of ``patches``). Rewritten theme files are put back at
+the next build (``builder-inited``: ``theme``, ``stylesheets``), so each build starts
+from the theme's originals.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
+from .. import patches
 from . import bundle, icons, images, mathml, notfound, pages, search, stylesheets, theme
 
 
@@ -71,6 +73,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-resolved", theme.drop_thebe_nodes, priority=900)
     app.connect("html-page-context", theme.page_context, priority=900)
     app.connect("html-collect-pages", images.clear_replaced_images)
+    patches.install(app, "sphinx no search index")  # applied by the handler below
     app.connect("write-started", search.without_sphinx_index)
     # Last: after the theme rewrites pygments.css and myst-nb copies its stylesheet.
     app.connect("build-finished", _finish, priority=900)

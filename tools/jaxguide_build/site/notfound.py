@@ -50,4 +50,6 @@ def _icon(app: Sphinx) -> str:
     favicon = Path(app.srcdir) / (app.config.html_favicon or "")
     if favicon.suffix != ".svg" or not favicon.is_file():
         return "data:,"  # no request at all
-    return "data:image/svg+xml," + urllib.parse.quote(favicon.read_text().strip(), safe=" =:/\"'")
+    return "data:image/svg+xml," + urllib.parse.quote(
+        favicon.read_text(encoding="utf-8").strip(), safe=" =:/\"'"
+    )

@@ -233,7 +233,7 @@ def restore_stylesheets(app: Sphinx) -> None:
     listed = outdir / _PURGED_LIST
     if not listed.is_file():
         return
-    for name in listed.read_text().split():
+    for name in listed.read_text(encoding="utf-8").split():
         if name.endswith("pydata-sphinx-theme.css"):
             continue  # theme.clear_rewritten removed it; icons writes it from the theme's
         saved = originals / name
