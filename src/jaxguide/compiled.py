@@ -472,10 +472,7 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
         >>> analyze(step, jnp.zeros(1024)).alias_bytes   # the output reuses x's buffer
         4096
     """
-    if not callable(f):
-        raise TypeError(
-            f"analyze: f must be a function or a jax.jit object, got {type(f).__name__}."
-        )
+    _checks.function("analyze", "f", f, what="a function or a jax.jit object")
     import jax
 
     jitted = f if hasattr(f, "lower") else jax.jit(f)
