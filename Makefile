@@ -1,6 +1,6 @@
 # jaxguide, on a fresh machine with Python 3.11, pip and make:
 #   make unit   start here: the package's unit tests and doctests and the tools' own tests,
-#               without building the book or opening Chromium (under a minute)
+#               without building the book or opening Chromium (30 to 90 s, by machine)
 #   make book   build the HTML book into _build/html (executes every chapter)
 #   make test   the full check (what .ci/run runs): lint and type check (as make lint),
 #               every test, a strict build of the whole book, the site in headless Chromium
