@@ -55,12 +55,10 @@ def test_slurm_and_fallback(book):
     # Unnamed, a missing CUDA backend falls back to the CPU (the claim checks JAX's
     # warning); named in JAX_PLATFORMS, it is an error.
     assert g["fallback_backend"] == "cpu" and g["fallback_named"] == "RuntimeError"
-    # A plugin whose library does not load: the same fall-back, its reason logged first.
+    # A plugin whose library does not load: the same fall-back (its claim also checks
+    # the log: the plugin's error first, the loader's "file too short" in its
+    # traceback, the "not installed" warning last).
     assert g["broken_backend"] == "cpu"
-    out = cell_output(book, "accelerators", "broken = run_python(")
-    assert "logged first: Jax plugin configuration error" in out
-    assert "file too short" in out
-    assert "CUDA-enabled jaxlib is not installed" in out
 
 
 def test_cpu_specific_outputs_and_predictions(book):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bookcheck import cell_output, errors, glued, images
+from bookcheck import errors, glued, images
 
 pytestmark = pytest.mark.book
 
@@ -190,14 +190,14 @@ def test_backward_pass_is_a_reversed_ring(g):
     assert g["remat_cut"] == f"{bwd / remat:.1f}"
 
 
-def test_checkpointed_ring_saves_each_updates_inputs(book, g):
-    """The count the prose states is the one the printed table of saved arrays shows
-    for one chunk's shape, stacked over the loop's steps: built here from the cell's
-    sizes (T = 4096 on 8 devices, B = 1, N = 2, H = 64), not read from the page."""
+def test_checkpointed_ring_saves_each_updates_inputs(g):
+    """The count the prose states is the one the table of saved arrays (glued row by
+    row) has for one chunk's shape, stacked over the loop's steps: the shape built here
+    from the cell's sizes (T = 4096 on 8 devices, B = 1, N = 2, H = 64)."""
     t, steps = 4096, P_DEV - 1
     chunk = f"f32[{steps * P_DEV},1,{t // P_DEV // 2},2,64]"
-    table = cell_output(book, CHAPTER, "remat_saved, _ = saved(")
-    counts = {line.split()[2]: int(line.split()[0]) for line in table.splitlines() if " x " in line}
+    rows = g["remat_saved_rows"]
+    counts = {shape: n for n, shape, source in rows if source == "computed"}
     assert counts[chunk] == g["remat_chunk_arrays"] > 0, (chunk, counts)
 
 

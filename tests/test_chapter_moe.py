@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from bookcheck import glued, images, page_text
+from bookcheck import Raised, errors, glued, images
 
 pytestmark = pytest.mark.book
 
@@ -105,8 +105,23 @@ def test_small_routing_example(book):
     assert g["same_choices"] is True
 
 
+def raised(book) -> dict[str, str]:
+    """The errors the chapter's raises-exception cells show: name -> their messages
+    (the prose names each one too, so the page's text could not tell them apart)."""
+    found: dict[str, str] = {}
+    for e in errors(book, "moe"):
+        found[e.name] = found.get(e.name, "") + "\n" + e.message
+    return found
+
+
+def raised_by(book, code: str) -> Raised:
+    """The one error shown by the raises-exception cell whose source holds ``code``."""
+    (found,) = [e for e in errors(book, "moe") if code in e.source]
+    return found
+
+
 def test_non_concrete_index_error_is_shown(book):
-    assert "NonConcreteBooleanIndexError" in page_text(book, "moe")
+    assert "NonConcreteBooleanIndexError" in raised(book)
 
 
 def test_expert_parallel_equals_the_reference(book):
@@ -123,11 +138,17 @@ def test_expert_parallel_equals_the_reference(book):
 
 
 def test_all_to_all_demonstration(book):
-    text = page_text(book, "moe")
-    assert f"receives {[100 * s for s in range(N_DEV)]}" in text
-    assert f"receives {[100 * s + 1 for s in range(N_DEV)]}" in text
-    assert "concat_axis=1 tiled=False -> (3, 8, 5)" in text
-    assert "concat_axis=2 tiled=False -> (3, 5, 8)" in text
+    g = glued(book, "moe")
+    # Row s of the block holds 100 s + d for destination d: device d gets column d.
+    assert g["a2a_received"] == {d: [100 * s + d for s in range(N_DEV)] for d in (0, 1)}
+    # A local (8, 3, 5) block: tiled, the split axis shrinks 8-fold and the concat axis
+    # grows 8-fold; untiled, the split axis goes and an axis of 8 appears at concat.
+    assert g["a2a_shapes"] == {
+        "0 0 True": [N_DEV, 3, 5],
+        "0 1 True": [1, 3 * N_DEV, 5],
+        "0 1 False": [3, N_DEV, 5],
+        "0 2 False": [3, 5, N_DEV],
+    }
 
 
 def test_ragged_dot_lowering(book):
@@ -239,7 +260,7 @@ def test_dropless_dispatch_lowers_for_gpu_and_tpu(book):
     assert all(o == ["all_to_all", "all_to_all", "ragged_all_to_all"] for o in ops.values())
     assert g["dropless_buffer"] == 8
     # the CPU compile is shown failing: XLA:CPU has no ragged-all-to-all
-    assert "ragged-all-to-all" in page_text(book, "moe")
+    assert "`ragged-all-to-all` is not supported by XLA:CPU" in raised(book)["JaxRuntimeError"]
 
 
 def test_top_k_order_smallest_and_axis(book):
@@ -266,8 +287,7 @@ def test_top_k_order_smallest_and_axis(book):
 
 
 def test_pallas_triton_flag_error_is_shown(book):
-    text = page_text(book, "moe")
-    assert "No module named 'jax._src.lax.pallas_lowerings'" in text
+    assert "No module named 'jax._src.lax.pallas_lowerings'" in raised(book)["ModuleNotFoundError"]
     # the flag is off again afterwards, and the GPU lowering is the default one
     flag_off, cuda_ops = glued(book, "moe")["pallas_flag_off"]
     assert flag_off is True and cuda_ops == ["chlo.ragged_dot"]
@@ -287,7 +307,7 @@ def test_nonzero_with_a_size_is_a_capacity(book):
     g = glued(book, "moe")
     chose, kept = g["nonzero_slots"]
     assert kept == min(chose, int(g["cap"])) and chose > 0
-    assert "NonConcreteBooleanIndexError" in page_text(book, "moe")
+    assert "NonConcreteBooleanIndexError" in raised(book)
 
 
 def test_nonzero_padding_and_the_three_argument_where(book):
@@ -300,8 +320,8 @@ def test_nonzero_padding_and_the_three_argument_where(book):
     assert g["nonzero_fill"] == expected
     kept, chose = g["where_rows"]
     assert kept == chose == int(g["n_three"]) == g["nonzero_slots"][0] > 0
-    text = page_text(book, "moe")
-    assert "The size argument of jnp.nonzero must be statically specified" in text
+    message = raised(book)["ConcretizationTypeError"]
+    assert "The size argument of jnp.nonzero must be statically specified" in message
 
 
 def test_all_to_all_in_groups_and_vmap_inside_shard_map(book):
@@ -318,8 +338,7 @@ def test_group_offset_is_refused_by_ragged_dot_and_taken_by_megablox(book):
     TPU kernel megablox.gmm has the parameter."""
     g = glued(book, "moe")
     assert g["gmm_group_offset"] is True
-    text = page_text(book, "moe")
-    assert "TypeError" in text and "unhashable type" in text
+    assert "unhashable type" in raised(book)["TypeError"]
 
 
 def test_slots_by_hand_are_the_routers(book):
@@ -376,10 +395,11 @@ def test_an_empty_groups_weight_gradient_is_exactly_zero(book):
     lhs = rng.normal(size=(10, 4)).astype(np.float32)
     rng.normal(size=(3, 4, 5))  # rhs
     cot = rng.normal(size=(10, 5)).astype(np.float32)
-    text = page_text(book, "moe")
-    for group, (a, b) in enumerate([(0, 3), (3, 3), (3, 10)]):
-        biggest = np.abs(lhs[a:b].T @ cot[a:b]).max() if b > a else 0.0
-        assert f"group {group} ({b - a} rows): max |d rhs| = {biggest:.4g}," in text
+    biggest = [
+        np.abs(lhs[a:b].T @ cot[a:b]).max() if b > a else 0.0 for a, b in [(0, 3), (3, 3), (3, 10)]
+    ]
+    assert glued(book, "moe")["rhs_grad_max"] == pytest.approx(biggest, rel=1e-5, abs=1e-6)
+    assert biggest[1] == 0.0
 
 
 def test_megablox_gmm_under_expert_parallel_shard_map(book):
@@ -399,12 +419,20 @@ def test_megablox_gmm_under_expert_parallel_shard_map(book):
     experts[experts == 5] = 6
     sizes = np.bincount(experts, minlength=E)
     assert sizes[5] == 0 and sizes.sum() == 64
-    text = page_text(book, "moe")
-    assert f"group sizes: {sizes.tolist()}" in text
-    assert "weights (16, 32, 64) -> each device (2, 32, 64)" in text  # spaces collapsed
-    assert "group sizes (16,) -> each device (16,)" in text
-    assert "manual_axis_type" in text and "check_vma=False" in text
-    assert "60 must be divisible by x-dimension tile size (8)" in text
+    # Every device holds every row and every group size, and its own experts' weights.
+    assert g["gmm_layout"] == {
+        "rows": [[64, 32], [64, 32]],
+        "weights": [[E, 32, 64], [E // N_DEV, 32, 64]],
+        "group sizes": [[E], [E]],
+        "sizes": sizes.tolist(),
+    }
+    # The two error cells: check_vma's, and the row-tile rule.
+    vma = raised_by(book, "gmm_ep(check_vma=True)(*placed_g)")
+    assert vma.name == "ValueError"
+    assert "manual_axis_type" in vma.message and "check_vma=False" in vma.message
+    tile = raised_by(book, "megablox.gmm(rows_g[:60]")
+    assert tile.name == "ValueError"
+    assert "60 must be divisible by x-dimension tile size (8)" in tile.message
 
 
 def test_group_offset_is_implemented_on_no_platform(book):
@@ -422,15 +450,13 @@ def test_all_to_all_on_complex_arrays(book):
     """jax-ml/jax#18122: two all_to_alls undo each other on complex arrays too (CPU)."""
     g = glued(book, "moe")
     assert g["a2a_complex"] == {"float32": [0.0, 0.0], "complex64": [0.0, 0.0]}
-    text = page_text(book, "moe")
-    assert "complex64: exchanged vs NumPy, max |diff| 0.0; there and back" in text
 
 
 def test_gradient_of_untiled_all_to_all_raises(book):
     """jax-ml/jax#15982: the untiled exchange between two axes has no gradient on
     JAX 0.10.2; the tiled form plus a reshape differentiates, exactly as the dense
     transpose does."""
-    assert "ValueError: Expected cotangent type" in page_text(book, "moe")
+    assert "Expected cotangent type" in raised(book)["ValueError"]
     g = glued(book, "moe")
     forms = g["a2a_grad_forms"]
     assert forms["1 0 False"] == "ValueError" and forms["0 1 False"] == "ValueError"

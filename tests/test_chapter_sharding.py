@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bookcheck import VERDICT, glued, images, page_text
+from bookcheck import VERDICT, errors, glued, images, page_text
 
 pytestmark = pytest.mark.book
 
@@ -15,19 +15,19 @@ pytestmark = pytest.mark.book
 def test_sharding_layouts(book):
     text = page_text(book, "sharding")
     g = glued(book, "sharding")
-    # Every layout the prose names is printed, with the book's notation and JAX's text view.
-    for name in (
-        "A[I_x, J]",
-        "A[I, J_y]",
-        "A[I_x, J_y]",
-        "A[I, J]",
-        "s[J_y]",
-        "B[I, J_y]",
-        "B[I_x, J_y]",
-    ):
-        assert name in text, name
-    assert "s[I_y]" not in text  # the output agrees with the prose's letters
-    assert text.count("CPU 0,1,2,3,4,5,6,7") >= 1 and "CPU 0,2,4,6" in text
+    # Every layout the prose names is the notation of the array the page shows, with
+    # the prose's letters: P("x", None) splits the rows over x, and so on.
+    assert g["layouts"] == {
+        "rows": "A[I_x, J]",
+        "cols": "A[I, J_y]",
+        "blocks": "A[I_x, J_y]",
+        "replicated": "A[I, J]",
+    }
+    assert g["sum_notation"] == "s[J_y]"
+    assert g["b_layouts"] == {"free": "B[I_x, J_y]", "constrained": "B[I, J_y]"}
+    # On the (4, 2) mesh (device d at row d // 2, column d % 2), each column half of
+    # A[I, J_y] is on the 4 devices along x; A[I, J] is on all 8.
+    assert g["cols_devices"] == [[0, 2, 4, 6], [1, 3, 5, 7]]
     assert len(images(book, "sharding")) >= 6
     assert all(len(img.get("alt", "")) > 30 for img in images(book, "sharding")), (
         "every figure has a real alt text"
@@ -42,8 +42,11 @@ def test_sharding_layouts(book):
         (d, (2 * (d // 2), 2 * (d // 2) + 2), (4 * (d % 2), 4 * (d % 2) + 4), (2, 4))
         for d in range(3)
     ]
-    # The exercise's answer: what it prints is the answer (no claim of the page).
-    assert "rows 0:4, columns 0:12 on devices (0, 2, 4, 6)" in text
+    # The exercise's answer: M[I_y, J], each 4 x 12 block on the 4 devices along x.
+    assert g["ex_layout_blocks"] == [
+        [[(0, 4), (0, 12)], [0, 2, 4, 6]],
+        [[(4, 8), (0, 12)], [1, 3, 5, 7]],
+    ]
     assert "CpuDevice(" not in text  # device ids, not raw reprs
 
 
@@ -108,7 +111,7 @@ def test_sharding_explicit_and_memory(book):
     text = page_text(book, "sharding")
     g = glued(book, "sharding")
     assert g["explicit_types"] == ("float32[8@x,8@y]", "float32[8@y]")
-    assert "ShardingTypeError" in text
+    assert "ShardingTypeError" in [e.name for e in errors(book, "sharding")]
     # Traced once for two calls: the prints ran once, as the prose says.
     # Memory kinds used: the stack in host memory, one layer at a time on the device;
     # per device 4 layers of 2x8 float32 on the host, 1 layer on the device.
@@ -144,9 +147,9 @@ def test_sharding_explicit_and_memory(book):
 
 
 def test_sharding_binary_ops(book):
-    text = page_text(book, "sharding")
     g = glued(book, "sharding")
-    assert "produces an illegally sharded result: f32[8@x,8@x]" in text  # the error
+    (added,) = [e for e in errors(book, "sharding") if "by_rows + by_cols" in e.source]
+    assert "produces an illegally sharded result: f32[8@x,8@x]" in added.message
     assert g["add_sent"] == [("all-to-all", 4 * 1 * 2 * 2 * F32, 4)]
     error, which, cases = g["where_refusal"]
     assert error.startswith(

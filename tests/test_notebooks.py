@@ -107,10 +107,55 @@ def test_notebook_prose_shows_no_code_and_hides_the_checks(chapter):
     source = (ROOT / "book" / f"{chapter}.md").read_text()
     n_glued = len(re.findall(r"\{glue:text\}`", source))
     assert len(re.findall(r"\* \(printed by a cell (?:above|below)\)", markdown)) >= n_glued
-    for cell in nb["cells"]:
-        tags = set(cell["metadata"].get("tags", []))
-        if cell["cell_type"] == "code" and tags & set(make_notebooks.HIDDEN):
-            assert cell["metadata"].get("cellView") == "form", "".join(cell["source"])[:80]
+
+
+#: MyST-NB's cell tags that hide a cell's code on the page (its output may still show),
+#: and those that leave the code in view. Every tag a chapter uses must be in one of the
+#: two (this list, not the generator's), so a new way of hiding a cell cannot pass
+#: unseen into Colab as plain code.
+HIDES_CODE = {"remove-cell", "remove-input", "hide-cell", "hide-input"}
+SHOWS_CODE = {
+    "raises-exception",
+    "measured",
+    "remove-output",
+    "hide-output",
+    "remove-stderr",
+    "remove-stdout",
+    "skip-execution",
+}
+#: The cell options (``mystnb:``) a chapter may use: none of them hides the code
+#: (``remove_code_source`` would, and is not handled by the generator).
+MYSTNB_OPTIONS = {"image", "figure", "markdown", "text", "merge_streams", "output_stderr"}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_cell_the_page_hides_is_collapsed_in_colab(chapter):
+    """Each code cell of the chapter (read from book/, not from the notebook) is the
+    notebook's cell in the same place; one the page hides, whichever tag hides it, is
+    collapsed behind a form title there; and every cell that glues or claims (the
+    page's checks) is hidden on the page, so none reaches Colab as plain code."""
+    import jupytext
+
+    page = jupytext.read(ROOT / "book" / f"{chapter}.md", fmt="md:myst")
+    assert "remove_code_source" not in page.metadata.get("mystnb", {})
+    book_cells = [
+        c for c in page.cells if c.cell_type == "code" and make_notebooks.BUILD_ONLY not in c.source
+    ]
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    colab_cells = [c for c in nb["cells"] if c["cell_type"] == "code"][1:]  # after setup
+    assert len(colab_cells) == len(book_cells)
+    for cell, colab in zip(book_cells, colab_cells):
+        head = cell.source.strip().splitlines()[0][:80] if cell.source.strip() else "empty"
+        tags = set(cell.metadata.get("tags", []))
+        assert tags <= HIDES_CODE | SHOWS_CODE, (chapter, head, tags)
+        assert set(cell.metadata.get("mystnb", {})) <= MYSTNB_OPTIONS, (chapter, head)
+        shown = "".join(colab["source"])
+        assert shown == cell.source or shown.endswith("\n" + cell.source), (chapter, head)
+        if make_notebooks.glued_code([cell.source]):
+            assert tags & HIDES_CODE, f"{chapter}: a check in a visible cell: {head}"
+        if tags & HIDES_CODE:
+            assert colab["metadata"].get("cellView") == "form", (chapter, head)
+            assert shown.startswith("# @title "), (chapter, head)
 
 
 def run_setup_cell(monkeypatch, returncode: int, stderr: str = ""):
