@@ -7,10 +7,12 @@ and the book's CPU build in ``_build/``):
     .venv/bin/python bench/accelerator_check.py --chapters numpy sharding
     .venv/bin/python bench/accelerator_check.py --smoke          # CPU: a quick check
 
-Each chapter is turned into a notebook as ``tools/make_notebooks.py`` makes its Colab
-notebook, executed with nbclient in a fresh kernel (one at a time on a GPU, two at a time
-elsewhere) with claims not strict, so a claim that does not hold on the accelerator is
-reported (its ``✗`` line) instead of stopping the chapter. The report (Markdown) has:
+Each chapter is turned into a notebook as ``make notebooks`` makes its Colab notebook
+(``jaxguide_build.notebooks``), executed with nbclient in a fresh kernel (one at a time on
+a GPU, two at a time elsewhere, the longest first: ``jaxguide_build.notebook_runs``) with
+claims not strict, so a claim that does not hold on the accelerator is reported (its
+``✗`` line, as ``jaxguide.page.failed_claims`` reads it) instead of stopping the
+chapter. The report (Markdown) has:
 
 * the device JAX found, and the published chip in ``jaxguide.hardware`` it matched;
 * the hardware predictions the chapters divide by, against what this device measured
@@ -29,17 +31,17 @@ writes the report: what the tests run. ``--root`` points at another checkout of 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import json
 import os
-import re
 import sys
-import time
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import make_notebooks  # tools/ (the editable install puts it on the path): Colab notebooks
+from jaxguide.page import failed_claims
+from jaxguide_build import notebook_runs, notebooks  # tools/: the editable install's path
 from jaxguide_build.environment import ROOT
-from jaxguide_build.outputs import output_differences  # what a reader sees, compared
+from jaxguide_build.outputs import output_differences, printed  # what a reader sees
 
 #: The chapter --smoke runs: the book's shortest execution.
 SMOKE_CHAPTER = "migration"
@@ -55,7 +57,6 @@ KINDS = (
     ("TPU v5", "TPU v5p"),
     ("TPU v4", "TPU v4"),
 )
-FAILED_CLAIM = re.compile(r"^✗ .*$", re.M)
 
 
 @dataclass
@@ -128,45 +129,47 @@ def measure(smoke: bool) -> dict:
     return found
 
 
-def run_chapter(name: str, root: Path, timeout: float) -> ChapterResult:
-    """Execute one chapter's notebook in a fresh kernel and compare it with the CPU build."""
-    import nbclient
-    import nbformat
+def run_chapters(
+    chapters: list[str], root: Path, timeout: float, parallel: int
+) -> list[ChapterResult]:
+    """Execute each chapter's notebook in a fresh kernel (``parallel`` at a time, the
+    longest first; the kernels get this process's environment) and compare it with the
+    CPU build; the results in the order of ``chapters``."""
+    with tempfile.TemporaryDirectory(prefix="jaxguide-accelerator-") as folder:
+        tmp = Path(folder)
+        runner = notebook_runs.copy_runner(tmp)
+        runs = []
+        for name in chapters:
+            nb = tmp / f"{name}.ipynb"
+            nb.write_text(notebooks.notebook(name, root))
+            command = notebook_runs.runner_command(
+                sys.executable,
+                runner,
+                nb,
+                tmp / f"{name}.out.ipynb",
+                root / "book",
+                timeout=int(timeout),
+            )
+            runs.append(notebook_runs.Run(name, command, notebook_runs.code_bytes(nb)))
+        results = {}
+        for ended in notebook_runs.run_longest_first(runs, tmp, parallel):
+            results[ended.name] = result(ended, tmp / f"{ended.name}.out.ipynb", root)
+    return [results[name] for name in chapters]
 
-    from jaxguide_build.jupyter_kernels import BuildKernelManager
 
-    saved, make_notebooks.ROOT = make_notebooks.ROOT, root  # read the chapter from root
-    try:
-        nb = nbformat.reads(make_notebooks.notebook(name), as_version=4)
-    finally:
-        make_notebooks.ROOT = saved
-    start = time.perf_counter()
-    result = ChapterResult(name, 0.0)
-    try:
-        nbclient.NotebookClient(
-            nb,
-            timeout=int(timeout),
-            kernel_name="python3",
-            # IPC sockets in a folder of its own (chapters run two at a time: two kernels
-            # on TCP can pick the same port), stopped at once at the end, as in the build
-            kernel_manager_class=BuildKernelManager,
-            shutdown_kernel="immediate",
-            resources={"metadata": {"path": str(root / "book")}},
-        ).execute()
-    except Exception as err:  # a failing cell: report it, carry on with the others
-        result.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:300]}"
-    result.seconds = time.perf_counter() - start
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream":
-                result.failed_claims += FAILED_CLAIM.findall(out.get("text", ""))
-    built = root / "_build" / "jupyter_execute" / f"{name}.ipynb"
+def result(ended: notebook_runs.Ended, executed: Path, root: Path) -> ChapterResult:
+    """What a chapter's run found: its error, the claims that did not hold, and the cells
+    whose outputs differ from the CPU build's (``root/_build/jupyter_execute``)."""
+    found = ChapterResult(ended.name, ended.seconds)
+    if ended.returncode != 0:  # a failing cell: report it, carry on with the others
+        found.error = notebook_runs.error_line(ended.log)
+    nb = json.loads(executed.read_text()) if executed.is_file() else {"cells": []}
+    found.failed_claims = failed_claims(printed(nb))
+    built = root / "_build" / "jupyter_execute" / f"{ended.name}.ipynb"
     if built.is_file():
-        result.compared = True
-        result.differences = output_differences(
-            nbformat.read(built, as_version=4), nbformat.from_dict(nb)
-        )
-    return result
+        found.compared = True
+        found.differences = output_differences(json.loads(built.read_text()), nb)
+    return found
 
 
 def _ratio(measured: float, published: float | None) -> str:
@@ -228,13 +231,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     root = args.root.resolve()
     if not (root / "_toc.yml").is_file() or not (root / "book").is_dir():
         parser.error(f"--root {args.root}: no _toc.yml and book/ there; pass the book's checkout")
-    from jaxguide_build import toc
-
-    known = [
-        n
-        for n in toc.pages(root / "_toc.yml", root / "book")
-        if "```{code-cell}" in (root / "book" / f"{n}.md").read_text()
-    ]
+    known = notebooks.chapters(root)
     if args.chapters is None:
         args.chapters = [SMOKE_CHAPTER] if args.smoke else known
     unknown = [c for c in args.chapters if c not in known]
@@ -268,8 +265,7 @@ def main(argv: list[str]) -> int:
     finally:
         del os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"]
     parallel = args.parallel or (1 if found["backend"] == "gpu" else 2)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
-        results = list(pool.map(lambda c: run_chapter(c, args.root, args.timeout), args.chapters))
+    results = run_chapters(args.chapters, args.root, args.timeout, parallel)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report(found, results, args.smoke))
     print(

@@ -38,14 +38,21 @@ jaxguide.claim("two", 2, 1 + 1 == 3, "three")
 )
 
 
+BROKEN = MYST_HEADER + "\n# Broken\n\n```{code-cell} ipython3\n1 / 0\n```\n"
+
+
 def tiny_book(tmp_path):
-    """A checkout with one chapter and a 'CPU build' of it whose first output differs."""
+    """A checkout with a chapter and a 'CPU build' of it whose first output differs, and a
+    chapter that fails."""
     for name in ("_config.yml", "pyproject.toml"):  # the notebook's set-up cell reads them
         shutil.copy(ROOT / name, tmp_path / name)
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: tiny\n")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: index\nchapters:\n  - file: tiny\n  - file: broken\n"
+    )
     (tmp_path / "book").mkdir()
     (tmp_path / "book" / "index.md").write_text("# Index\n")
     (tmp_path / "book" / "tiny.md").write_text(TINY)
+    (tmp_path / "book" / "broken.md").write_text(BROKEN)
     built = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_code_cell(
@@ -62,9 +69,11 @@ def tiny_book(tmp_path):
 def test_smoke_run_writes_the_report(tmp_path):
     root = tiny_book(tmp_path)
     out = tmp_path / "report.md"
-    code = check.main(["--smoke", "--root", str(root), "--chapters", "tiny", "--out", str(out)])
+    argv = ["--smoke", "--root", str(root), "--chapters", "tiny", "broken", "--out", str(out)]
+    code = check.main(argv)
     text = out.read_text()
-    assert code == 0, text
+    assert code == 1, text  # broken failed; the others ran and are reported
+    assert "| broken | failed: ZeroDivisionError: division by zero |" in text
     assert "Accelerator check (smoke run)" in text
     assert "| matmul (256×256 float32) |" in text and "| copy (4 MiB read + written) |" in text
     assert "no published figure" in text  # a CPU matches no chip of jaxguide.hardware

@@ -17,12 +17,6 @@ def test_floor_is_read_from_pyproject():
     assert f"jax>={check_jax_floor.floor()}" in deps
 
 
-def test_error_line_names_the_error_without_colours():
-    out = "running\nTraceback ...\n  File x\n\x1b[31mJaxRuntimeError\x1b[39m: UNIMPLEMENTED: Side-effect ops\n"
-    assert check_jax_floor.error_line(out) == "JaxRuntimeError: UNIMPLEMENTED: Side-effect ops"
-    assert check_jax_floor.error_line("") == "(no output)"
-
-
 def test_unknown_chapters_are_refused_before_anything_is_installed():
     with pytest.raises(SystemExit, match="unknown chapters"):
         check_jax_floor.main(["--chapters", "no_such_chapter"])
@@ -47,11 +41,3 @@ def test_a_failed_step_of_the_environment_stops_with_what_it_said(tmp_path, monk
     monkeypatch.setattr(environment, "uv", lambda: str(tmp_path / "missing"))
     with pytest.raises(SystemExit, match="check_jax_floor: "):
         check_jax_floor.environment(tmp_path, "0.1")
-
-
-def test_the_work_folder_goes_unless_kept(tmp_path, capsys):
-    for keep in (False, True):
-        with check_jax_floor.work_folder("jaxguide-test-", keep, tmp_path) as folder:
-            (folder / "log").write_text("x")
-        assert folder.parent == tmp_path and folder.exists() == keep
-    assert capsys.readouterr().out == f"kept: {folder}\n"

@@ -210,7 +210,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
     import nbformat
     from nbclient import NotebookClient
 
-    from jaxguide_build import jupyter_kernels, patches
+    from jaxguide_build import jupyter_kernels, notebook_runs, patches
 
     monkeypatch.setattr(NotebookClient, "create_kernel_manager", patches.create_kernel_manager)
     monkeypatch.setattr(
@@ -224,7 +224,7 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         client = NotebookClient(nb, kernel_name="python3", timeout=120)
         with client.setup_kernel():
             km = client.km
-            assert isinstance(km, jupyter_kernels.BuildKernelManager) and km.transport == "ipc"
+            assert isinstance(km, notebook_runs.BuildKernelManager) and km.transport == "ipc"
             folder = Path(km.socket_dir)
             assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith(
                 "jaxguide-kernel-"
@@ -237,39 +237,6 @@ def test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache(tmp_pat
         seen.append(nb.cells[0].outputs[0]["text"].strip())
     assert seen[0] != seen[2]
     assert seen[1] == str(tmp_path / "jc" / "chapter") and seen[3] == "none"
-
-
-@pytest.mark.builds
-def test_run_notebook_uses_private_ipc_sockets_and_stops_its_kernel(tmp_path, monkeypatch):
-    """jupyter_kernels.RUN_NOTEBOOK, which the notebooks' runs outside the build execute with:
-    the kernel runs in the folder asked for, over IPC sockets (never a TCP port another
-    kernel started at the same moment could also pick), and is gone at the end with its
-    socket folder."""
-    import nbformat
-
-    from jaxguide_build import jupyter_kernels
-
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    code = (
-        "import os; from ipykernel.kernelapp import IPKernelApp\n"
-        "app = IPKernelApp.instance()\n"
-        "print(app.transport, os.getcwd(), os.getpid())"
-    )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    work = tmp_path / "work"
-    work.mkdir()
-    runner: dict = {}
-    exec(jupyter_kernels.RUN_NOTEBOOK, runner)
-    runner["run_notebook"](nb, work, timeout=120)
-    transport, cwd, pid = nb.cells[0].outputs[0]["text"].split()
-    assert (transport, cwd) == ("ipc", str(work))
-    assert list(tmp_path.iterdir()) == [work], "the kernel's socket folder was left behind"
-    for _ in range(50):  # the kernel process is gone
-        if not Path(f"/proc/{pid}").exists():
-            break
-        time.sleep(0.1)
-    assert not Path(f"/proc/{pid}").exists(), "the kernel is still running"
 
 
 def test_notebook_env_leaves_the_cache_out_where_compilation_is_shown(monkeypatch):

@@ -12,9 +12,10 @@ import yaml
 
 import make_notebooks
 import wheelrun
-from bookcheck import ROOT, parsed_page
+from bookcheck import MYST_HEADER, ROOT, parsed_page
+from jaxguide_build import notebooks
 
-CHAPTERS = make_notebooks.chapters()
+CHAPTERS = notebooks.chapters()
 
 
 def test_every_chapter_has_an_up_to_date_notebook():
@@ -22,17 +23,43 @@ def test_every_chapter_has_an_up_to_date_notebook():
     assert make_notebooks.main(["--check"]) == 0, "run: make notebooks"
 
 
-def test_the_check_catches_stale_and_missing_notebooks(tmp_path, monkeypatch):
-    monkeypatch.setattr(make_notebooks, "OUT", tmp_path)
+def test_the_check_catches_stale_and_missing_notebooks(tmp_path, capsys):
     # Two chapters are enough to show both failures (each notebook costs a fraction of
     # a second of CPU to make, and the full set is checked above).
-    monkeypatch.setattr(make_notebooks, "chapters", lambda: ["numpy", "random"])
-    assert make_notebooks.main([]) == 0
+    two = ["numpy", "random"]
+    assert notebooks.update(folder=tmp_path, names=two) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["numpy.ipynb", "random.ipynb"]
     (tmp_path / "numpy.ipynb").write_text(
         (tmp_path / "numpy.ipynb").read_text().replace("jnp", "np")
     )
     (tmp_path / "random.ipynb").unlink()
-    assert make_notebooks.main(["--check"]) == 1
+    capsys.readouterr()
+    assert notebooks.update(check=True, folder=tmp_path, names=two) == 1
+    assert "missing or out of date: numpy, random" in capsys.readouterr().err
+    # A notebook whose chapter left the toc: the check names it, an update removes it.
+    (tmp_path / "gone.ipynb").write_text("{}")
+    assert notebooks.update(check=True, folder=tmp_path, names=two) == 1
+    assert "not in _toc.yml: gone" in capsys.readouterr().err
+    assert notebooks.update(folder=tmp_path, names=two) == 0
+    assert not (tmp_path / "gone.ipynb").exists()
+
+
+def test_a_notebook_is_made_from_the_checkout_it_is_given(tmp_path):
+    """bench/accelerator_check.py --root: the chapters, their labels and the settings
+    come from that checkout, not this one."""
+    import shutil
+
+    for name in ("_config.yml", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: tiny\n")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "index.md").write_text("# Index\n")
+    tiny = "(tiny-top)=\n# Tiny\n\nSee {ref}`tiny-top`.\n\n```{code-cell} ipython3\nprint(2)\n```\n"
+    (tmp_path / "book" / "tiny.md").write_text(MYST_HEADER + tiny)
+    assert notebooks.chapters(tmp_path) == ["tiny"]
+    nb = json.loads(notebooks.notebook("tiny", tmp_path))
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    assert sources[-1] == "print(2)" and f"[Tiny]({notebooks.site_url()}tiny.html)" in sources[-2]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -44,7 +71,7 @@ def test_notebook_is_clean_for_colab(chapter):
     setup = "".join(code[0]["source"])
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     assert 'if "google.colab" in sys.modules:' in setup
-    assert f"jaxguide @ git+{url}@v{make_notebooks.version()}" in setup  # a tag, not a branch
+    assert f"jaxguide @ git+{url}@v{notebooks.version()}" in setup  # a tag, not a branch
     text = json.dumps(nb)
     for build_only in ("{glue", "jaxguide.provenance()", "jupytext"):
         assert build_only not in text, build_only
@@ -60,10 +87,10 @@ def test_notebook_is_clean_for_colab(chapter):
 def test_notebook_markdown_has_no_myst_left(chapter):
     """Colab shows MyST directives and roles as raw text: the generator converts them."""
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
-    site = make_notebooks.site_url()
+    site = notebooks.site_url()
     markdown = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
     for text in markdown:
-        left = make_notebooks.MYST_LEFT.search(text)
+        left = notebooks.MYST_LEFT.search(text)
         assert left is None, f"MyST left in {chapter}: {left.group(0)!r}"
         assert "\x00" not in text
         assert text.count("<details>") == text.count("</details>")  # closed in the same cell
@@ -87,7 +114,7 @@ def test_notebook_markdown_has_no_myst_left(chapter):
         assert hidden, "solution code is not hidden behind a form"
     # Cross-references became links to the published pages (one to an exercise of the
     # same notebook names it instead: "exercise 2").
-    exercises = make_notebooks.exercise_numbers(source)
+    exercises = notebooks.exercise_numbers(source)
     targets = re.findall(r"\{(?:ref|doc)\}`(?:[^`<]*<)?([^`>]+)>?`", source)
     n_refs = len([t for t in targets if t not in exercises])
     assert len(re.findall(re.escape(site) + r"[\w-]+\.html", joined)) >= n_refs
@@ -101,7 +128,7 @@ def test_notebook_prose_shows_no_code_and_hides_the_checks(chapter):
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    for key, expression in make_notebooks.glued_code(code).items():
+    for key, expression in notebooks.glued_code(code).items():
         assert f"`{expression}`" not in markdown, (chapter, key)
     assert not re.search(r"`f[\"'][^`]*\{[^`]*`", markdown), "an f-string in the prose"
     source = (ROOT / "book" / f"{chapter}.md").read_text()
@@ -139,7 +166,7 @@ def test_every_cell_the_page_hides_is_collapsed_in_colab(chapter):
     page = jupytext.read(ROOT / "book" / f"{chapter}.md", fmt="md:myst")
     assert "remove_code_source" not in page.metadata.get("mystnb", {})
     book_cells = [
-        c for c in page.cells if c.cell_type == "code" and make_notebooks.BUILD_ONLY not in c.source
+        c for c in page.cells if c.cell_type == "code" and notebooks.BUILD_ONLY not in c.source
     ]
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
     colab_cells = [c for c in nb["cells"] if c["cell_type"] == "code"][1:]  # after setup
@@ -151,7 +178,7 @@ def test_every_cell_the_page_hides_is_collapsed_in_colab(chapter):
         assert set(cell.metadata.get("mystnb", {})) <= MYSTNB_OPTIONS, (chapter, head)
         shown = "".join(colab["source"])
         assert shown == cell.source or shown.endswith("\n" + cell.source), (chapter, head)
-        if make_notebooks.glued_code([cell.source]):
+        if notebooks.glued_code([cell.source]):
             assert tags & HIDES_CODE, f"{chapter}: a check in a visible cell: {head}"
         if tags & HIDES_CODE:
             assert colab["metadata"].get("cellView") == "form", (chapter, head)
@@ -179,9 +206,7 @@ def run_setup_cell(monkeypatch, returncode: int, stderr: str = ""):
 
 def test_setup_cell_installs_the_tagged_release_in_colab(monkeypatch):
     (call,) = run_setup_cell(monkeypatch, 0)
-    assert call[1:4] == ["-m", "pip", "install"] and call[-1].endswith(
-        f"@v{make_notebooks.version()}"
-    )
+    assert call[1:4] == ["-m", "pip", "install"] and call[-1].endswith(f"@v{notebooks.version()}")
 
 
 def test_setup_cell_stops_with_a_clear_message_when_pip_fails(monkeypatch):
@@ -193,8 +218,7 @@ def test_setup_cell_stops_with_a_clear_message_when_pip_fails(monkeypatch):
     assert "Could not install jaxguide @ git+" in message
     assert "Could not find a version" in message  # pip's own reason
     assert (
-        "can reach the internet" in message
-        and f"release v{make_notebooks.version()} exists" in message
+        "can reach the internet" in message and f"release v{notebooks.version()} exists" in message
     )
 
 
@@ -210,9 +234,9 @@ def test_setup_cell_does_nothing_outside_colab(monkeypatch):
 def test_conversion_of_each_construct(monkeypatch):
     import nbformat
 
-    conv = make_notebooks.Converter("numpy", ['glue("speed", compare(a, b, prose=True))'])
+    conv = notebooks.Converter("numpy", ['glue("speed", compare(a, b, prose=True))'])
     md = lambda text: conv.cell(nbformat.v4.new_markdown_cell(text)).source  # noqa: E731
-    site = make_notebooks.site_url()
+    site = notebooks.site_url()
     assert (
         md("See {ref}`sharding`.")
         == f"See [Sharded arrays and automatic parallelism]({site}sharding.html)."
@@ -244,12 +268,12 @@ def test_conversion_of_each_construct(monkeypatch):
     figure = nbformat.v4.new_code_cell("plt.plot(x)", metadata={"tags": ["remove-input"]})
     assert conv.cell(figure).source.startswith("# @title Hidden in the book")
     with pytest.raises(
-        make_notebooks.ConversionError, match=r"no notebook form for the MyST directive \{tab-set\}"
+        notebooks.ConversionError, match=r"no notebook form for the MyST directive \{tab-set\}"
     ):
         md("```{tab-set}\nx\n```\n")
-    with pytest.raises(make_notebooks.ConversionError, match="unknown label 'nowhere'"):
+    with pytest.raises(notebooks.ConversionError, match="unknown label 'nowhere'"):
         md("{ref}`nowhere`")
-    with pytest.raises(make_notebooks.ConversionError, match="which no cell glues"):
+    with pytest.raises(notebooks.ConversionError, match="which no cell glues"):
         md("{glue:text}`missing`")
     included = md("```{literalinclude} ../src/jaxguide/compiled.py\n:pyobject: format_bytes\n```\n")
     # A reference to an exercise links to its number, before the exercise as after it.
@@ -257,8 +281,8 @@ def test_conversion_of_each_construct(monkeypatch):
         "See {ref}`ex-b`.\n\n```{exercise-start}\n```\n\n```{exercise-end}\n```\n\n"
         "```{exercise-start}\n:label: ex-b\n```\n"
     )
-    assert make_notebooks.exercise_numbers(text) == {"exercise-1": 1, "ex-b": 2}
-    conv.numbered = make_notebooks.exercise_numbers(text)
+    assert notebooks.exercise_numbers(text) == {"exercise-1": 1, "ex-b": 2}
+    conv.numbered = notebooks.exercise_numbers(text)
     assert md("See {ref}`ex-b`.") == "See exercise 2."
     assert included.startswith("From `jaxguide/compiled.py`:\n\n```python\ndef format_bytes(")
 

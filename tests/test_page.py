@@ -88,6 +88,30 @@ def test_claim_elsewhere_says_what_differs_and_carries_on(monkeypatch, capsys):
     assert f"this run (JAX {jax.__version__}) differs" in out and "Carrying on." in out
 
 
+def test_failed_claims_reads_the_lines_claim_prints(monkeypatch, capsys):
+    """The tools that run notebooks outside the build (tools/check_jax_newest.py,
+    bench/accelerator_check.py) read the claims that did not hold with failed_claims:
+    the lines claim prints for them, found by FAILED_MARK, without their standard tail."""
+    from jaxguide import claim, page
+
+    monkeypatch.delenv("JAXGUIDE_STRICT_CLAIMS", raising=False)
+    claim("rows", 3, True, "three rows")
+    claim("err", 3e-5, 3e-5 < 1e-5, "below 1e-5", fmt=".1e")
+    print("a cell's own output, not a claim: ✗ inside a line")
+    claim("kind", "TPU", False, "'cpu'")
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert [line[:2] for line in lines] == ["✓ ", page.FAILED_MARK, "a ", page.FAILED_MARK]
+    found = [
+        f"✗ err: 3.0e-05, where the book's build (JAX {page.BOOK_JAX}) found it below 1e-5",
+        f"✗ kind: TPU, where the book's build (JAX {page.BOOK_JAX}) found it 'cpu'",
+    ]
+    assert page.failed_claims(out) == found
+    # A notebook's outputs: several texts, of one line or many, indented or not.
+    assert page.failed_claims([lines[0], "  " + lines[1], "\n".join(lines[2:])]) == found
+    assert page.failed_claims(lines[0]) == page.failed_claims([]) == []
+
+
 def test_claim_checks_its_arguments():
     from jaxguide import claim
 

@@ -31,31 +31,16 @@ import shutil
 import subprocess
 import textwrap
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookcheck import BUILD_TIMEOUT, ROOT
-from jaxguide_build import jupyter_kernels
+from jaxguide_build import notebook_runs
 from jaxguide_build.environment import wheel_environment
 from jaxguide_build.jupyter_kernels import compilation_cache_env, notebook_env
 
-# The notebook runs in a kernel over IPC sockets, as in the build (jupyter_kernels.RUN_NOTEBOOK
-# says why); its outputs are those of any kernel.
-RUNNER = (
-    jupyter_kernels.RUN_NOTEBOOK
-    + """
-import sys, nbformat, jaxguide
-assert "site-packages" in jaxguide.__file__, jaxguide.__file__
-path, out = sys.argv[1], sys.argv[2]
-nb = nbformat.read(path, as_version=4)
-try:
-    run_notebook(nb, sys.argv[3], timeout=600)
-finally:
-    nbformat.write(nb, out)
-print("OK", path)
-"""
-)
+#: The longest a cell of a notebook may run here, in seconds.
+CELL_TIMEOUT = 600
 
 
 @dataclass
@@ -135,11 +120,12 @@ def book_built(cache: Path, seconds: dict[str, float] | None = None) -> None:
 
 def expected_seconds(notebook: Path, cached: bool) -> float:
     """How long ``notebook`` should take here: its chapter's time in the book build (a
-    third less with the build's compilation cache), or, without one, its size in bytes
-    (a longer notebook takes longer): what orders the run, longest first."""
+    third less with the build's compilation cache), or, without one, the bytes of its
+    code (``notebook_runs.code_bytes``: a longer notebook takes longer): what orders the
+    run, longest first."""
     build = _book.seconds.get(notebook.stem)
     if build is None:
-        return float(notebook.stat().st_size)
+        return float(notebook_runs.code_bytes(notebook))
     return build * (2 / 3 if cached else 1.0)
 
 
@@ -171,11 +157,9 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     chapters = chosen(sorted(nb.stem for nb in work.glob("*.ipynb")))
     executed = tmp / "executed"
     executed.mkdir()
-    (tmp / "runner.py").write_text(RUNNER)
-    logs = tmp / "logs"  # files, not pipes: a full pipe would stall a chatty kernel
+    runner = notebook_runs.copy_runner(tmp)
+    logs = tmp / "logs"
     logs.mkdir()
-    procs: dict[str, subprocess.Popen] = {}
-    handles = {}
     failures = []
     imported = subprocess.run(
         [str(python), "-c", IMPORT_ALL],
@@ -205,40 +189,25 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
         notebook = json.loads(nb.read_text())
         return notebook_env(notebook, nb.stem, env, empty_fresh=False)
 
-    def uses_cache(nb: Path) -> bool:
-        return "JAX_COMPILATION_CACHE_DIR" in env_for(nb)
+    def run(nb: Path) -> notebook_runs.Run:
+        """The notebook's run: from the wheel's environment (the runner checks that
+        jaxguide comes from it), longest first."""
+        env = env_for(nb)
+        command = notebook_runs.runner_command(
+            python, runner, nb, executed / nb.name, work, timeout=CELL_TIMEOUT, installed=True
+        )
+        expected = expected_seconds(nb, "JAX_COMPILATION_CACHE_DIR" in env)
+        return notebook_runs.Run(nb.stem, command, expected, env)
 
-    # Longest first (the last to start is short), two at a time on this 2-core machine;
-    # one at a time after the session's book build, whose Sphinx, writing the pages then,
-    # is what the tests wait for: it keeps a core of its own.
-    at_once = 1 if wait_for_book else 2
-    pending = sorted(
-        (work / f"{c}.ipynb" for c in chapters),
-        key=lambda nb: (-expected_seconds(nb, uses_cache(nb)), nb.name),
-    )
-
-    while pending or procs:
-        while pending and len(procs) < at_once:
-            nb = pending.pop(0)
-            handles[nb.stem] = (logs / f"{nb.stem}.log").open("w")
-            procs[nb.stem] = subprocess.Popen(
-                [str(python), str(tmp / "runner.py"), str(nb), str(executed / nb.name), str(work)],
-                cwd=work,
-                stdout=handles[nb.stem],
-                stderr=subprocess.STDOUT,
-                env=env_for(nb),
-            )
-        while True:  # wait for whichever finishes first
-            done = [name for name, p in procs.items() if p.poll() is not None]
-            if done:
-                break
-            time.sleep(0.2)
-        for name in done:
-            proc = procs.pop(name)
-            handles.pop(name).close()
-            out = (logs / f"{name}.log").read_text(errors="replace")
-            # A kernel that went wrong outside any cell (its sockets, its threads) says so
-            # only here, and may still run its notebook to the end.
-            if proc.returncode != 0 or "Traceback" in out:
-                failures.append(f"{name}:\n{textwrap.shorten(out[-3000:], 3000)}")
+    # Two at a time on this 2-core machine; one at a time after the session's book build,
+    # whose Sphinx, writing the pages then, is what the tests wait for: it keeps a core of
+    # its own.
+    runs = [run(work / f"{c}.ipynb") for c in chapters]
+    for ended in notebook_runs.run_longest_first(
+        runs, logs, parallel=1 if wait_for_book else 2, cwd=work
+    ):
+        # A kernel that went wrong outside any cell (its sockets, its threads) says so
+        # only here, and may still run its notebook to the end.
+        if ended.returncode != 0 or "Traceback" in ended.log:
+            failures.append(f"{ended.name}:\n{textwrap.shorten(ended.log[-3000:], 3000)}")
     return WheelRun(executed, chapters, failures)

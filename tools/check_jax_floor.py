@@ -10,9 +10,11 @@ This script checks that the floor is honest. In a fresh temporary folder it buil
 jaxguide wheel from this repository, creates a virtual environment (Python 3.11, with
 uv), installs the wheel with ``jax`` and ``jaxlib`` pinned to the version under test
 and every other package at its locked version, turns each chapter of ``_toc.yml`` into
-a notebook exactly as ``make notebooks`` does (jupytext), and executes it with
-nbclient, two chapters at a time. It prints one line per chapter (pass or fail, with
-the error and the time taken) and exits 1 if any chapter failed.
+a notebook exactly as ``make notebooks`` does (``jaxguide_build.notebooks``), and
+executes it with nbclient, two chapters at a time, the longest first
+(``jaxguide_build.notebook_runs``; the runner checks that it runs the wheel's jaxguide on
+the JAX under test). It prints one line per chapter (pass or fail, with the error and the
+time taken) and exits 1 if any chapter failed.
 
 It is not part of ``make test``: it downloads packages (PyPI must be reachable) and
 executes every chapter, which takes a while on a small machine. Run it after changing
@@ -22,34 +24,17 @@ the floor, and set the floor to the lowest version on which every chapter passes
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
-import textwrap
 import time
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
 
-import make_notebooks  # tools/, the folder of this script
-from jaxguide_build import jupyter_kernels
+from jaxguide_build import notebook_runs, notebooks
 from jaxguide_build.environment import ROOT, CommandFailed, wheel_environment
-from jaxguide_build.outputs import ANSI
 
-RUNNER = (
-    jupyter_kernels.RUN_NOTEBOOK
-    + """
-import sys, nbformat, jax, jaxguide
-assert "site-packages" in jaxguide.__file__, jaxguide.__file__
-assert jax.__version__ == sys.argv[3], (jax.__version__, sys.argv[3])
-nb = nbformat.read(sys.argv[1], as_version=4)
-run_notebook(nb, sys.argv[2], timeout=900)
-"""
-)
+#: The longest a cell may run, in seconds.
+CELL_TIMEOUT = 900
 
 
 def floor() -> str:
@@ -70,83 +55,6 @@ def environment(tmp: Path, version: str) -> Path:
         raise SystemExit(f"check_jax_floor: {err}") from None
 
 
-def error_line(output: str) -> str:
-    """The most telling line of a failed run: the last line naming an error."""
-    output = ANSI.sub("", output)  # nbclient colours tracebacks
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    named = [line for line in lines if re.search(r"\b\w*(Error|Exception)\b", line)]
-    return textwrap.shorten((named or lines or ["(no output)"])[-1], 160)
-
-
-def execute(
-    commands: dict[str, list[str]], logs: Path, parallel: int, **popen: Any
-) -> Iterator[tuple[str, int, float, str]]:
-    """Run each chapter's command, ``parallel`` at a time, with its output in
-    ``logs/<chapter>.log``; yield (chapter, exit status, seconds, output) as each ends."""
-    pending = list(commands)
-    running: dict[str, tuple[subprocess.Popen[str], float, IO[str]]] = {}
-    while pending or running:
-        while pending and len(running) < parallel:
-            name = pending.pop(0)
-            log: IO[str] = open(logs / f"{name}.log", "w")  # a file: a pipe could fill and block
-            proc = subprocess.Popen(
-                commands[name], stdout=log, stderr=subprocess.STDOUT, text=True, **popen
-            )
-            running[name] = (proc, time.perf_counter(), log)
-        time.sleep(0.5)
-        for name, (proc, began, log) in list(running.items()):
-            if proc.poll() is None:
-                continue
-            log.close()
-            del running[name]
-            out = (logs / f"{name}.log").read_text(errors="replace")
-            yield name, proc.returncode, time.perf_counter() - began, out
-
-
-def chapter_options(parser: argparse.ArgumentParser, keep: str) -> None:
-    """The options of both JAX checks (this one and check_jax_newest.py): ``--chapters``,
-    ``--parallel`` (at least 1) and ``--keep`` (``keep``: what it keeps)."""
-
-    def at_least_one(text: str) -> int:
-        if not text.strip().isdigit() or int(text) < 1:
-            raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text}")
-        return int(text)
-
-    parser.add_argument(
-        "--chapters", nargs="*", default=None, help="chapters to run (default: every chapter)"
-    )
-    parser.add_argument(
-        "--parallel", type=at_least_one, default=2, help="chapters executed at once (default 2)"
-    )
-    parser.add_argument("--keep", action="store_true", help=keep)
-
-
-def select_chapters(wanted: list[str] | None, program: str) -> list[str]:
-    """The chapters to run (``wanted``, or every one), in the book's order; an unknown
-    name stops ``program`` with the choices."""
-    chapters = make_notebooks.chapters()
-    if wanted:
-        unknown = sorted(set(wanted) - set(chapters))
-        if unknown:
-            raise SystemExit(f"{program}: unknown chapters {unknown}; choose from {chapters}.")
-        chapters = [c for c in chapters if c in wanted]
-    return chapters
-
-
-@contextlib.contextmanager
-def work_folder(prefix: str, keep: bool, parent: Path | None = None) -> Iterator[Path]:
-    """A fresh temporary folder (in ``parent``, else the system's), removed afterwards,
-    or kept and its path printed if ``keep`` (both JAX checks' ``--keep``)."""
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    try:
-        yield tmp
-    finally:
-        if keep:
-            print("kept:", tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -154,34 +62,51 @@ def main(argv: list[str]) -> int:
         default=None,
         help="jax/jaxlib version to test (default: the floor in pyproject.toml)",
     )
-    chapter_options(parser, keep="keep the temporary folder and print its path")
+    notebook_runs.chapter_options(parser, keep="keep the temporary folder and print its path")
     args = parser.parse_args(argv)
 
     version = args.jax or floor()
-    chapters = select_chapters(args.chapters, "check_jax_floor")
+    chapters = notebook_runs.select_chapters(args.chapters, "check_jax_floor")
 
-    with work_folder("jaxguide-floor-", args.keep) as tmp:
+    with notebook_runs.work_folder("jaxguide-floor-", args.keep) as tmp:
         print(f"jax floor check: jax/jaxlib {version}, {len(chapters)} chapters", flush=True)
         start = time.perf_counter()
         python = environment(tmp, version)
         print(f"environment ready in {time.perf_counter() - start:.0f} s", flush=True)
         work = tmp / "work"  # nothing but the notebooks: no repository paths
-        work.mkdir()
+        out = tmp / "executed"
+        for folder in (work, out):
+            folder.mkdir()
         for name in chapters:
-            (work / f"{name}.ipynb").write_text(make_notebooks.notebook(name))
-        (tmp / "runner.py").write_text(RUNNER)
+            (work / f"{name}.ipynb").write_text(notebooks.notebook(name))
+        runner = notebook_runs.copy_runner(tmp)
 
-        python_args = [str(python), str(tmp / "runner.py")]
-        commands = {
-            name: [*python_args, str(work / f"{name}.ipynb"), str(work), version]
-            for name in chapters
-        }
         env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp)}
+        runs = [
+            notebook_runs.Run(
+                name,
+                notebook_runs.runner_command(
+                    python,
+                    runner,
+                    work / f"{name}.ipynb",
+                    out / f"{name}.ipynb",
+                    work,
+                    timeout=CELL_TIMEOUT,
+                    installed=True,
+                    jax=version,
+                ),
+                notebook_runs.code_bytes(work / f"{name}.ipynb"),
+                env,
+            )
+            for name in chapters
+        ]
         results = {}
-        for name, code, seconds, out in execute(commands, tmp, args.parallel, cwd=work, env=env):
-            results[name] = code == 0
-            verdict = "pass" if code == 0 else f"FAIL  {error_line(out)}"
-            print(f"  {name:<14} {seconds:6.0f} s  {verdict}", flush=True)
+        for ended in notebook_runs.run_longest_first(runs, tmp, args.parallel, cwd=work):
+            results[ended.name] = ended.returncode == 0
+            verdict = (
+                "pass" if ended.returncode == 0 else f"FAIL  {notebook_runs.error_line(ended.log)}"
+            )
+            print(f"  {ended.name:<14} {ended.seconds:6.0f} s  {verdict}", flush=True)
 
         failed = [c for c in chapters if not results[c]]
         print(

@@ -20,14 +20,16 @@ this project's machine has Python 3.11, so the check runs in a Debian trixie roo
    from this checkout with the newest jax, jaxlib, flax, optax and orbax-checkpoint
    (unpinned), ipykernel and nbclient, and prints the versions pip resolved.
 4. It executes each chapter's notebook from ``notebooks/`` (what a Colab reader opens)
-   with nbclient, two at a time, each in its own mount and PID namespace (``unshare``)
-   chrooted into the root with ``/proc`` and ``/dev`` mounted: the mounts and any
-   process left over vanish with the namespace.
+   with nbclient, two at a time, the longest first (``jaxguide_build.notebook_runs``,
+   whose runner file is copied into the root), each in its own mount and PID namespace
+   (``unshare``) chrooted into the root with ``/proc`` and ``/dev`` mounted: the mounts
+   and any process left over vanish with the namespace.
 
 It prints one line per chapter (pass, or FAIL with the error, and the time taken),
 then under it the claims of the page that did not hold on this JAX: the ``✗ key: ...``
-lines that ``jaxguide.claim`` prints instead of stopping (they differ from the book's
-build; not failures), and any warning the notebook printed. It exits 1 if a chapter
+lines that ``jaxguide.claim`` prints instead of stopping, as ``jaxguide.page.failed_claims``
+reads them (they differ from the book's build; not failures), and any warning the
+notebook printed. It exits 1 if a chapter
 failed. It needs root (debootstrap, chroot, mounts), ``debootstrap``
 (``apt-get install debootstrap``) and ``unshare`` (util-linux), PyPI and a Debian mirror.
 Like the floor check it is not part of ``make test``.
@@ -46,12 +48,13 @@ import textwrap
 import time
 from pathlib import Path
 
-import check_jax_floor  # tools/, the folder of this script
-from jaxguide_build import jupyter_kernels
-from jaxguide_build.environment import ROOT, CommandFailed, build_wheel
-from jaxguide_build.outputs import ANSI
+from jaxguide.page import failed_claims
+from jaxguide_build import notebook_runs, notebooks
+from jaxguide_build.environment import CommandFailed, build_wheel
+from jaxguide_build.outputs import ANSI, printed
 
-NOTEBOOKS = ROOT / "notebooks"
+#: The longest a cell may run, in seconds.
+CELL_TIMEOUT = 900
 SUITE = "trixie"  # Debian 13: Python 3.13
 PACKAGES = ("python3", "python3-venv", "python3-pip", "ca-certificates")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -72,19 +75,6 @@ INSIDE_ENV = {
 ENTER = (
     'r="$1"; shift; '
     'mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && exec chroot "$r" "$@"'
-)
-
-RUNNER = (
-    jupyter_kernels.RUN_NOTEBOOK
-    + """
-import sys, nbformat, jaxguide
-assert "site-packages" in jaxguide.__file__, jaxguide.__file__
-nb = nbformat.read(sys.argv[1], as_version=4)
-try:
-    run_notebook(nb, sys.argv[2], timeout=900)
-finally:  # the outputs so far, also when a cell failed
-    nbformat.write(nb, sys.argv[3])
-"""
 )
 
 VERSIONS = """
@@ -237,36 +227,10 @@ def prepare_root(root: Path) -> None:
         run_inside(root, "update-ca-certificates", "--fresh")
 
 
-def text_lines(nb: dict, stream: str | None) -> list[str]:
-    """Lines a notebook's code cells printed: one stream (``stdout``, ``stderr``) or, for
-    None, the plain text of every output."""
-    lines = []
-    for cell in nb.get("cells", []):
-        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            if out.get("output_type") == "stream":
-                text = out.get("text", "") if stream in (None, out.get("name")) else ""
-            elif stream is None:
-                text = out.get("data", {}).get("text/plain", "")
-            else:
-                text = ""
-            lines += "".join(text).splitlines()
-    return lines
-
-
-def differences(nb: dict) -> list[str]:
-    """The ``✗ key: ...`` lines ``jaxguide.claim`` printed: claims that did not hold,
-    each cut before its standard tail ("; this run (JAX ...) differs, ...")."""
-    return [
-        line.strip().split("; this run (JAX")[0]
-        for line in text_lines(nb, None)
-        if line.lstrip().startswith("✗ ")
-    ]
-
-
 def warnings_printed(nb: dict) -> list[str]:
     """Distinct ``...Warning: ...`` lines on the notebook's stderr, shortened."""
     found = []
-    for line in text_lines(nb, "stderr"):
+    for line in printed(nb, "stderr"):
         match = re.search(r"\b\w*Warning: .*", ANSI.sub("", line))
         short = textwrap.shorten(match.group(0), 200) if match else ""
         if short and short not in found:
@@ -285,7 +249,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--mirror", default=None, help="Debian mirror for debootstrap (default: the host's)"
     )
-    check_jax_floor.chapter_options(
+    notebook_runs.chapter_options(
         parser, keep="keep the work folder (venv, logs, executed notebooks)"
     )
     args = parser.parse_args(argv)
@@ -296,8 +260,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def select_chapters(wanted: list[str] | None) -> list[str]:
     """The chapters to run, in the book's order (unknown names stop with the choices),
     each with its notebook."""
-    chapters = check_jax_floor.select_chapters(wanted, "check_jax_newest")
-    missing = [c for c in chapters if not (NOTEBOOKS / f"{c}.ipynb").is_file()]
+    chapters = notebook_runs.select_chapters(wanted, "check_jax_newest")
+    missing = [c for c in chapters if not (notebooks.FOLDER / f"{c}.ipynb").is_file()]
     if missing:
         raise fail(f"no notebooks/{missing[0]}.ipynb; run `make notebooks`.")
     return chapters
@@ -315,7 +279,7 @@ def main(argv: list[str]) -> int:
         raise fail(f"{root} is not a Debian root with python3; delete it to have it made again.")
     prepare_root(root)
 
-    with check_jax_floor.work_folder("jaxguide-newest-", args.keep, root / "tmp") as tmp:
+    with notebook_runs.work_folder("jaxguide-newest-", args.keep, root / "tmp") as tmp:
         at = "/" + str(tmp.relative_to(root))  # the same folder as seen inside the root
         print(f"newest-JAX check in {root}: {len(chapters)} chapters", flush=True)
         try:
@@ -338,35 +302,43 @@ def main(argv: list[str]) -> int:
         for folder in ("work", "out", "logs"):
             (tmp / folder).mkdir()
         for name in chapters:  # only the notebooks in the kernel's folder
-            shutil.copyfile(NOTEBOOKS / f"{name}.ipynb", tmp / "work" / f"{name}.ipynb")
-        (tmp / "runner.py").write_text(RUNNER)
-        commands = {
-            name: inside(
-                root,
-                [
-                    python,
-                    f"{at}/runner.py",
-                    f"{at}/work/{name}.ipynb",
-                    f"{at}/work",
-                    f"{at}/out/{name}.ipynb",
-                ],
+            shutil.copyfile(notebooks.FOLDER / f"{name}.ipynb", tmp / "work" / f"{name}.ipynb")
+        notebook_runs.copy_runner(tmp)
+        runs = [
+            notebook_runs.Run(
+                name,
+                inside(
+                    root,
+                    notebook_runs.runner_command(
+                        python,
+                        f"{at}/{notebook_runs.RUNNER_NAME}",
+                        f"{at}/work/{name}.ipynb",
+                        f"{at}/out/{name}.ipynb",
+                        f"{at}/work",
+                        timeout=CELL_TIMEOUT,
+                        installed=True,
+                    ),
+                ),
+                notebook_runs.code_bytes(tmp / "work" / f"{name}.ipynb"),
+                {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},  # the host's, for unshare
             )
             for name in chapters
-        }
-        host_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+        ]
         failed, differ = [], []
-        runs = check_jax_floor.execute(commands, tmp / "logs", args.parallel, env=host_env)
-        for name, code, seconds, out in runs:
-            verdict = "pass" if code == 0 else f"FAIL  {check_jax_floor.error_line(out)}"
-            print(f"  {name:<14} {seconds:6.0f} s  {verdict}", flush=True)
+        for ended in notebook_runs.run_longest_first(runs, tmp / "logs", args.parallel):
+            name = ended.name
+            verdict = (
+                "pass" if ended.returncode == 0 else f"FAIL  {notebook_runs.error_line(ended.log)}"
+            )
+            print(f"  {name:<14} {ended.seconds:6.0f} s  {verdict}", flush=True)
             executed = tmp / "out" / f"{name}.ipynb"
             nb = json.loads(executed.read_text()) if executed.is_file() else {}
-            claims = differences(nb)
+            claims = failed_claims(printed(nb))
             for line in claims:
                 print(f"      differs from the book's build: {line}")
             for line in warnings_printed(nb):
                 print(f"      warning: {line}")
-            failed += [name] if code else []
+            failed += [name] if ended.returncode else []
             differ += [name] if claims else []
 
         failed.sort(key=chapters.index)

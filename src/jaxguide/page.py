@@ -27,13 +27,22 @@ import datetime
 import html
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from jaxguide import _checks
 
-__all__ = ["BOOK_JAX", "ClaimError", "Provenance", "claim", "glue", "provenance"]
+__all__ = [
+    "BOOK_JAX",
+    "FAILED_MARK",
+    "ClaimError",
+    "Provenance",
+    "claim",
+    "failed_claims",
+    "glue",
+    "provenance",
+]
 
 T = TypeVar("T")
 
@@ -45,6 +54,12 @@ BOOK_JAX = "0.10.2"
 #: Set to ``1`` in the environment of the book's build kernels (and the test suite's own
 #: run of the notebooks): there a claim that does not hold raises :class:`ClaimError`.
 STRICT_ENV = "JAXGUIDE_STRICT_CLAIMS"
+
+#: How the line :func:`claim` prints for a claim that does not hold (outside a strict
+#: build) begins; :func:`failed_claims` finds such lines by it.
+FAILED_MARK = "✗ "
+# Where the standard explanation of that line begins (cut off by failed_claims).
+_FAILED_TAIL = "; this run (JAX"
 
 # Set when jaxguide is first imported: a chapter's first cell imports it.
 _STARTED = time.perf_counter()
@@ -177,11 +192,42 @@ def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T
     import jax
 
     print(
-        f"✗ {key}: {shown}, where the book's build (JAX {BOOK_JAX}) found it {expect}; "
-        f"this run (JAX {jax.__version__}) differs, so the prose near this cell "
+        f"{FAILED_MARK}{key}: {shown}, where the book's build (JAX {BOOK_JAX}) found it "
+        f"{expect}{_FAILED_TAIL} {jax.__version__}) differs, so the prose near this cell "
         "describes the book's build, not this run. Carrying on."
     )
     return value
+
+
+def failed_claims(printed: str | Iterable[str]) -> list[str]:
+    """The claims that did not hold in a run outside a strict build, read from what it
+    printed: each line that :func:`claim` printed for one (it begins with
+    :data:`FAILED_MARK`), without its standard tail ("; this run (JAX ...) differs ...").
+    What the tools that run notebooks on another JAX or an accelerator report
+    (tools/check_jax_newest.py, bench/accelerator_check.py).
+
+    Args:
+        printed: printed text, or several texts (a notebook's outputs), each of one
+            line or many.
+
+    Returns:
+        Each such line, stripped, in order: ``✗ key: value, where the book's build
+        (JAX ...) found it expect``.
+
+    Example:
+        >>> out = ("✓ rows: 3 (three rows)\\n"
+        ...        "✗ err: 3e-05, where the book's build (JAX 0.10.2) found it below 1e-5; "
+        ...        "this run (JAX 0.12.0) differs, so the prose ... Carrying on.\\n")
+        >>> failed_claims(out)
+        ["✗ err: 3e-05, where the book's build (JAX 0.10.2) found it below 1e-5"]
+    """
+    texts = [printed] if isinstance(printed, str) else printed
+    return [
+        line.strip().split(_FAILED_TAIL)[0]
+        for text in texts
+        for line in text.splitlines()
+        if line.lstrip().startswith(FAILED_MARK)
+    ]
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ module              build phase        job
 ``execution``       config-inited,     one build per output folder, and before Sphinx reads
                     env-get-outdated   the pages: execute what has no cached outputs, in
                                        parallel; report a failure, or each chapter's time
-``jupyter_kernels`` config-inited      the Jupyter kernels that execute: IPC sockets, their
-                                       environment (strict claims, the compilation cache, or
-                                       not). Not :mod:`jaxguide.kernels` (Pallas kernels)
+``jupyter_kernels`` config-inited      the Jupyter kernels that execute: their environment
+                                       (strict claims, the compilation cache, or not), IPC
+                                       sockets (``notebook_runs``' kernel manager). Not
+                                       :mod:`jaxguide.kernels` (Pallas kernels)
 ``staleness``       env-get-outdated,  fingerprints: which chapters' cached outputs are stale
                     build-finished     (a jaxguide module or package they depend on changed)
 ``incremental``     env-updated        a rebuild does work in proportion to the edit
@@ -28,7 +29,14 @@ module              build phase        job
                                        environments with jaxguide installed from a wheel
 ``outputs``         tests, bench       two executions of a chapter compared as a reader sees
                                        them (the book's build against a wheel or accelerator
-                                       run); ANSI colour codes
+                                       run); what a notebook printed; ANSI colour codes
+``notebooks``       (shared)           the Colab notebooks made from the chapters
+                                       (``make notebooks``), of this checkout or another
+``notebook_runs``   outside the build  one notebook run in a fresh kernel by a file that is
+                                       copied where it runs (a wheel's environment, a chroot);
+                                       the longest-first scheduler of the wheel run, the JAX
+                                       checks and the accelerator check; the kernel manager
+                                       (IPC sockets) of every kernel, the build's too
 ``serve``           after build        the built site on 127.0.0.1, gzip as GitHub Pages serves
 ``lighthouse``      after build        Lighthouse runs (tests/test_browser.py, bench/); several
                                        pages in one Node process: ``lighthouse_batch.mjs``
@@ -70,7 +78,8 @@ The scripts ``tools/make_notebooks.py``, ``tools/make_questions.py``,
 import this package (``tools/`` is the folder of the script Python runs); the tests and
 ``bench/`` find it on their path (pytest's ``pythonpath``; the project's editable
 install, which puts ``tools/`` on the path: so the scripts are importable as top-level
-modules too, and the tests import them that way, e.g. ``import check_jax_floor``).
+modules too, and their tests import them that way, e.g. ``import check_jax_floor``). What
+two programs share lives in this package: no script imports another.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The kernels the build starts to execute its chapters, and what they get.
 
-:class:`BuildKernelManager` (which ``nbclient.NotebookClient`` uses for every kernel of the
-build: :mod:`jaxguide_build.patches`) talks to the build over IPC sockets in a fresh
-private folder each (``tempfile.mkdtemp``), not over TCP: no port is opened, two builds
-never share a socket, and ipykernel has no reason to warn that TCP is unencrypted. Its
-kernels get :data:`KERNEL_ENV` (:func:`kernel_settings`): strict claims, and JAX's
-persistent compilation cache in a folder of the chapter's own under the build's
+:class:`~jaxguide_build.notebook_runs.BuildKernelManager` (which ``nbclient.NotebookClient``
+uses for every kernel of the build: :mod:`jaxguide_build.patches`) talks to the build over
+IPC sockets in a fresh private folder each (``tempfile.mkdtemp``), not over TCP: no port
+is opened, two builds never share a socket, and ipykernel has no reason to warn that TCP
+is unencrypted. It lives in :mod:`~jaxguide_build.notebook_runs`, which runs notebooks
+outside the build with it and stands alone (it is copied into environments without this
+package). Its kernels get :data:`KERNEL_ENV` (:func:`kernel_settings`): strict claims, and
+JAX's persistent compilation cache in a folder of the chapter's own under the build's
 ``_build/.jax_cache``, through their environment only (the chapters do not mention it,
 so a Colab reader never has it). A chapter whose code looks at compilation itself, or
 runs several JAX processes at once (:data:`CACHE_OFF`), runs without the cache; one
@@ -15,18 +17,14 @@ that counts compile log lines (:data:`CACHE_FRESH`) starts from an empty one
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_client import AsyncKernelManager
-
 from .outputs import source
 
-if TYPE_CHECKING:  # bench/accelerator_check.py imports this module without Sphinx
+if TYPE_CHECKING:  # the Makefile and tests/wheelrun.py import this module without Sphinx
     from sphinx.application import Sphinx
     from sphinx.config import Config
 
@@ -53,38 +51,6 @@ CACHE_FRESH = re.compile(r"log_compiles")
 #: folder per chapter (:func:`kernel_settings`; tests/bookbuild.py reads it back).
 CACHE_FOLDER = ".jax_cache"
 
-
-#: Python source defining ``run_notebook(nb, path, timeout)``: execute the notebook ``nb``
-#: (an ``nbformat`` node, filled in place) in a fresh ``python3`` kernel working in the
-#: folder ``path``, as :class:`BuildKernelManager` runs the build's: over IPC sockets in a
-#: private temporary folder, and stopped at once when the notebook ends. For scripts that
-#: run notebooks where this package is not importable (a wheel's environment, a chroot):
-#: they put it in the code they run (tests/wheelrun.py, tools/check_jax_floor.py,
-#: tools/check_jax_newest.py).
-#:
-#: Not TCP: such scripts run two notebooks at once, and each client picks "free" ports
-#: for its kernel before the kernel binds them, so two kernels can pick the same port.
-#: In one CI run a kernel's heartbeat port was the other kernel's shell port: the first
-#: kernel's heartbeat thread died, and its client's pings reached the second kernel,
-#: which printed a ``DELIM not in msg_list`` traceback into the output of every cell.
-#: Not a graceful shutdown: every output has arrived, and ipykernel's graceful shutdown
-#: can race with its output thread and print a traceback.
-RUN_NOTEBOOK = """
-def run_notebook(nb, path, timeout):
-    import os, shutil, tempfile, nbclient
-    from jupyter_client.manager import AsyncKernelManager
-    sockets = tempfile.mkdtemp(prefix="jaxguide-kernel-")
-    km = AsyncKernelManager(kernel_name="python3", transport="ipc",
-                            ip=os.path.join(sockets, "k"),
-                            connection_file=os.path.join(sockets, "kernel.json"))
-    client = nbclient.NotebookClient(nb, km=km, timeout=int(timeout),
-                                     kernel_name="python3", shutdown_kernel="immediate",
-                                     resources={"metadata": {"path": str(path)}})
-    try:
-        client.execute(cleanup_kc=True)  # a manager passed in is not stopped otherwise
-    finally:
-        shutil.rmtree(sockets, ignore_errors=True)
-"""
 
 #: Environment the build adds to its kernels (set by :func:`kernel_settings`).
 KERNEL_ENV: dict[str, str] = {}
@@ -158,34 +124,6 @@ def notebook_env(
             shutil.rmtree(folder, ignore_errors=True)
         env["JAX_COMPILATION_CACHE_DIR"] = str(folder)
     return env
-
-
-class BuildKernelManager(AsyncKernelManager):
-    """A kernel manager for the build's kernels: IPC sockets (and the connection file) in
-    a fresh private folder, removed when the kernel shuts down, and extra environment
-    variables (:attr:`extra_env`)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.extra_env: dict[str, str] = {}
-        self.socket_dir = tempfile.mkdtemp(prefix="jaxguide-kernel-")
-        self.transport = "ipc"
-        self.ip = os.path.join(self.socket_dir, "k")
-        self.connection_file = os.path.join(self.socket_dir, "kernel.json")
-
-    async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
-        if self.extra_env:
-            kw["env"] = {**(kw.get("env") or os.environ), **self.extra_env}
-        return await super()._async_pre_start_kernel(**kw)
-
-    pre_start_kernel = _async_pre_start_kernel
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        if not restart:
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
-
-    cleanup_resources = _async_cleanup_resources
 
 
 def kernel_settings(app: Sphinx, config: Config) -> None:

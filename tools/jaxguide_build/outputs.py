@@ -1,7 +1,9 @@
 """Two executions of a chapter compared as a reader sees them (cell outputs, apart from
 timings and build-only cells). Used by the tests (tests/bookcheck.py: the book's build
 against the notebooks run from a wheel) and by bench/accelerator_check.py (the CPU build
-against a run on an accelerator)."""
+against a run on an accelerator). Also what a notebook's cells printed (:func:`printed`:
+tools/check_jax_newest.py and bench/accelerator_check.py read the claims that did not
+hold in it, with ``jaxguide.page.failed_claims``)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,22 @@ def source(cell: dict) -> str:
 def tags(cell: dict) -> list[str]:
     """A notebook cell's tags."""
     return cell.get("metadata", {}).get("tags", [])
+
+
+def printed(nb: dict, stream: str | None = None) -> list[str]:
+    """The lines a notebook's code cells printed: one stream (``"stdout"``,
+    ``"stderr"``) or, for None, the plain text of every output."""
+    lines = []
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            if out.get("output_type") == "stream":
+                text = out.get("text", "") if stream in (None, out.get("name")) else ""
+            elif stream is None:
+                text = out.get("data", {}).get("text/plain", "")
+            else:
+                text = ""
+            lines += "".join(text).splitlines()
+    return lines
 
 
 MEASURED = "measured"

@@ -56,7 +56,8 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
 from .environment import installed_version
-from .jupyter_kernels import BuildKernelManager, notebook_env
+from .jupyter_kernels import notebook_env
+from .notebook_runs import BuildKernelManager
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ _create_kernel_manager = NotebookClient.create_kernel_manager
 
 def create_kernel_manager(self: NotebookClient) -> KernelManager:
     """``NotebookClient.create_kernel_manager`` for the build: a
-    :class:`~jaxguide_build.jupyter_kernels.BuildKernelManager` (where nothing else was asked
+    :class:`~jaxguide_build.notebook_runs.BuildKernelManager` (where nothing else was asked
     for), with the notebook's environment (:func:`~jaxguide_build.jupyter_kernels.notebook_env`).
 
     The kernel is stopped at once when its chapter ends (``shutdown_kernel="immediate"``):
