@@ -169,7 +169,7 @@ def test_every_cell_the_page_hides_is_collapsed_in_colab(chapter):
         c for c in page.cells if c.cell_type == "code" and notebooks.BUILD_ONLY not in c.source
     ]
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
-    colab_cells = [c for c in nb["cells"] if c["cell_type"] == "code"][1:]  # after setup
+    colab_cells = [c for c in nb["cells"] if c["cell_type"] == "code"][2:]  # after set-up
     assert len(colab_cells) == len(book_cells)
     for cell, colab in zip(book_cells, colab_cells):
         head = cell.source.strip().splitlines()[0][:80] if cell.source.strip() else "empty"
@@ -335,3 +335,21 @@ def test_the_wheel_run_sample_is_made_of_chapters(monkeypatch):
     monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "everything")
     with pytest.raises(ValueError, match="JAXGUIDE_WHEEL_RUN='everything'"):
         wheelrun.chosen(sorted(CHAPTERS))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_checks_print_only_the_values_the_text_quotes(chapter):
+    """The notebook's second cell, collapsed, keeps every check quiet but those whose
+    values the prose quotes (``jaxguide.page.show_only``): exactly the keys of the
+    page's ``{glue:text}`` roles, each of which a cell of the notebook glues."""
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    cell = nb["cells"][1]
+    assert cell["metadata"].get("cellView") == "form"
+    source = "".join(cell["source"])
+    listed = re.search(r"show_only\(\[(.*?)\]\)", source, re.S)
+    assert listed, source[:200]
+    keys = sorted(yaml.safe_load(f"[{listed.group(1)}]") or [])
+    page = (ROOT / "book" / f"{chapter}.md").read_text()
+    assert keys == sorted(set(re.findall(r"\{glue:text\}`([^`:]+)", page)))
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert set(keys) <= set(notebooks.glued_code(code))

@@ -2,7 +2,7 @@ import jax
 import jaxlib
 import pytest
 
-from jaxguide import provenance
+from jaxguide import page, provenance
 
 
 def test_provenance_describes_the_running_jax():
@@ -136,3 +136,27 @@ def test_book_jax_is_the_locked_jax():
     lock = (Path(__file__).parents[1] / "uv.lock").read_text()
     locked = re.search(r'\[\[package\]\]\nname = "jax"\nversion = "([^"]+)"', lock)
     assert locked and locked.group(1) == BOOK_JAX
+
+
+def test_show_only_quiets_the_keys_the_text_does_not_quote(capsys):
+    """Outside the build, only the chosen keys print; a failing claim always does;
+    None prints everything again; a single str is refused."""
+    try:
+        page.show_only(["quoted"])
+        page.glue("quoted", 1)
+        page.glue("other", 2)
+        page.claim("quoted_claim", 3, True, "three")
+        page.claim("other_claim", 4, False, "five")
+        out = capsys.readouterr().out
+        assert "quoted: 1" in out and "other: 2" not in out
+        assert "quoted_claim" not in out  # not in the list
+        assert out.count(page.FAILED_MARK) == 1 and "other_claim" in out
+        page.show_only(None)
+        page.glue("other", 2)
+        assert "other: 2" in capsys.readouterr().out
+        with pytest.raises(TypeError, match=r"keys must be a list of keys"):
+            page.show_only("quoted")
+        with pytest.raises(TypeError):
+            page.show_only([1])
+    finally:
+        page.show_only(None)

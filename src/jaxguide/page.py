@@ -7,6 +7,8 @@
 * :func:`glue` stores a value under a key for the prose (myst-nb's ``glue``); where
   myst-nb is absent (Colab, a plain Jupyter) it prints ``key: value`` instead, so a
   reader sees the number the prose refers to.
+* :func:`show_only` keeps both quiet, outside the build, about keys the text does not
+  quote: a notebook calls it first with the keys its prose names.
 * :func:`provenance` says what produced a page: JAX and jaxlib versions, backend,
   devices, when and how long. The book's chapters end with a hidden cell that glues
   it into a small box at the top of the page.
@@ -42,6 +44,7 @@ __all__ = [
     "failed_claims",
     "glue",
     "provenance",
+    "show_only",
 ]
 
 T = TypeVar("T")
@@ -60,6 +63,49 @@ STRICT_ENV = "JAXGUIDE_STRICT_CLAIMS"
 FAILED_MARK = "✗ "
 # Where the standard explanation of that line begins (cut off by failed_claims).
 _FAILED_TAIL = "; this run (JAX"
+
+# The keys whose lines claim() and glue() print outside the build (show_only); None: all.
+_SHOWN: frozenset[str] | None = None
+
+
+def show_only(keys: Iterable[str] | None) -> None:
+    """Outside the book's build, :func:`claim` and :func:`glue` print their line only
+    for ``keys``: the values a notebook's text quotes, and so points the reader to. A
+    claim that does not hold always prints. ``None`` prints every line again (the
+    default). Each Colab notebook calls it in a hidden cell before its first check; the
+    build needs no call (it glues, and prints nothing).
+
+    Args:
+        keys: the keys to print, or None for all.
+
+    Raises:
+        TypeError: ``keys`` is a single str, or holds something that is not a str.
+
+    Example:
+        >>> show_only(["answer"])
+        >>> glue("answer", 42)
+        answer: 42
+        >>> glue("bookkeeping", 7)    # not quoted: nothing printed
+        >>> show_only(None)
+    """
+    global _SHOWN
+    if keys is None:
+        _SHOWN = None
+        return
+    if isinstance(keys, str):
+        raise TypeError(
+            f"show_only(keys={keys!r}): keys must be a list of keys, not one str; "
+            f"pass [{keys!r}]."
+        )
+    chosen = list(keys)
+    for key in chosen:
+        _checks.string("show_only", "keys", key, example="['worst_grad']")
+    _SHOWN = frozenset(chosen)
+
+
+def _shown(key: str) -> bool:
+    return _SHOWN is None or key in _SHOWN
+
 
 # Set when jaxguide is first imported: a chapter's first cell imports it.
 _STARTED = time.perf_counter()
@@ -82,7 +128,8 @@ def glue(key: str, value: object, display: bool = False) -> None:
     In the built book ``{glue:text}`key``` shows it, and the cell shows nothing unless
     ``display`` is true. Where myst-nb is not installed (Colab, a plain Jupyter), there
     is no prose to fill, so it prints ``key: value``: the notebook's prose points to that
-    line wherever the page shows the number.
+    line wherever the page shows the number (a key the text does not quote prints
+    nothing after :func:`show_only`).
 
     Args:
         key: the name the prose refers to, a non-empty string.
@@ -104,7 +151,8 @@ def glue(key: str, value: object, display: bool = False) -> None:
     display = _checks.boolean("glue", "display", display)
     _glue = _myst_glue()
     if _glue is None:
-        print(f"{key}: {value}")
+        if _shown(key):
+            print(f"{key}: {value}")
         return
     _glue(key, value, display=display)
 
@@ -129,9 +177,10 @@ def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T
     read the value the build glued. In the book's build (where the environment sets
     ``JAXGUIDE_STRICT_CLAIMS=1``) a claim that does not hold raises :class:`ClaimError`,
     so the build stops at that cell. Anywhere else (Colab, a plain Jupyter, a newer JAX
-    than the book's) it prints one line, ``✓ key: value (expect)``, or, when the claim
-    does not hold there, what differs from the book's build, and carries on: the page's
-    prose describes the book's build, and the reader's run may differ.
+    than the book's) it prints one line, ``✓ key: value (expect)`` (for the keys
+    :func:`show_only` leaves in), or, when the claim does not hold there, what differs
+    from the book's build, and carries on: the page's prose describes the book's build,
+    and the reader's run may differ.
 
     Args:
         key: the name the prose and the tests use, a non-empty string.
@@ -184,7 +233,7 @@ def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T
     if _glue is not None:
         _glue(key, shown, display=False)
     if ok:
-        if _glue is None:
+        if _glue is None and _shown(key):
             print(f"✓ {key}: {shown} ({expect})")
         return value
     if strict:

@@ -111,6 +111,13 @@ def page_title(page: str, root: Path = ROOT) -> str:
 GLUING = ("glue", "claim")
 #: Tags of the cells the web page hides; a notebook collapses them behind a form title.
 HIDDEN = ("remove-cell", "remove-input", "hide-input", "hide-cell")
+#: A value the prose quotes: ``{glue:text}`key``` (or ``key:format``).
+QUOTED = re.compile(r"\{glue:text\}`([^`:]+)")
+
+
+def quoted_keys(source: str) -> list[str]:
+    """The keys of the glued values a chapter's prose quotes, sorted."""
+    return sorted(set(QUOTED.findall(source)))
 
 
 def glued_code(code_cells: list[str]) -> dict[str, str]:
@@ -198,6 +205,7 @@ class Converter:
         self.numbered = exercise_numbers(self.chapter.read_text(encoding="utf-8"))
         self.in_solution = 0  # the exercise number whose solution we are in, or 0
         self.printed: set[str] = set()  # keys glued by the code cells converted so far
+        self.quoted = set(quoted_keys(self.chapter.read_text(encoding="utf-8")))
 
     def link(self, target: str, text: str | None) -> str:
         if target in self.labels:
@@ -308,11 +316,13 @@ class Converter:
         if self.in_solution:  # hidden behind a form title in Colab, until clicked
             title = f"Solution to exercise {self.in_solution} (double-click to show the code)"
         elif set(cell.metadata.get("tags", [])) & set(HIDDEN):
-            title = (
-                "Checks and values the text quotes (hidden in the book; double-click for the code)"
-                if glued_code([cell.source])
-                else "Hidden in the book (double-click to show the code)"
-            )
+            keys = set(glued_code([cell.source]))
+            if keys & self.quoted:
+                title = "Checks and values the text quotes (hidden in the book; double-click for the code)"
+            elif keys:
+                title = "Checks (hidden in the book; double-click for the code)"
+            else:
+                title = "Hidden in the book (double-click to show the code)"
         if title:
             cell.source = f"# @title {title}" + ' { display-mode: "form" }\n' + cell.source
             cell.metadata["cellView"] = "form"
@@ -363,12 +373,33 @@ def setup_cell(url: str, tag: str) -> nbformat.NotebookNode:
     )
 
 
+def quiet_cell(keys: list[str]) -> nbformat.NotebookNode:
+    """A collapsed cell that keeps the checks quiet but for the values the text quotes
+    (``jaxguide.page.show_only``): each of those prints its line, to which the text
+    points; a check that fails on the reader's JAX says so in any case."""
+    listed = "".join(f"    {key!r},\n" for key in keys)
+    cell = nbformat.v4.new_code_cell(
+        f"# @title {QUIET_TITLE}" + ' { display-mode: "form" }\n'
+        "# The hidden checks below print a line only for the values the text quotes;\n"
+        "# one that does not hold on this JAX always says what differs.\n"
+        "import jaxguide.page\n\n"
+        + (f"jaxguide.page.show_only([\n{listed}])" if keys else "jaxguide.page.show_only([])")
+    )
+    cell.metadata["cellView"] = "form"
+    return cell
+
+
+#: The form title of :func:`quiet_cell`.
+QUIET_TITLE = "Which checked values this notebook prints (double-click for the code)"
+
+
 def notebook(name: str, root: Path = ROOT) -> str:
     """The notebook for chapter ``name`` of the book in ``root``, as the exact text
     written to disk."""
     url, _ = repository(root)
     nb = jupytext.read(root / "book" / f"{name}.md", fmt="md:myst")
-    cells = [setup_cell(url, f"v{version(root)}")]
+    source = (root / "book" / f"{name}.md").read_text(encoding="utf-8")
+    cells = [setup_cell(url, f"v{version(root)}"), quiet_cell(quoted_keys(source))]
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     converter = Converter(name, code, root)
     for cell in nb.cells:
