@@ -6,6 +6,7 @@ compilers refuse) are the ones the prose describes."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import jax
@@ -67,7 +68,8 @@ def test_tiled_matmul_is_within_the_stated_tolerance(g, text):
     assert g["check_good"] is True
     # storing instead of adding survives only where k is a single tile (the first case)
     assert g["check_bad"] == "passes, fails, fails"
-    assert "1e-04" in text and "1e-05" in text
+    # the prose shows the tolerance and the estimate it glued
+    assert f"{g['matmul_atol']}" in text and f"{g['rounding_estimate']}" in text
 
 
 def test_matmul_inputs_are_numpy_draws(g):
@@ -96,13 +98,13 @@ def test_fusion_bytes_by_hand(g, text):
 
 
 def test_flash_attention_values_and_gradients(g, book):
-    assert g["pallas_grad_error"].startswith("Linearization failed")
-    raised = [(e.name, e.message) for e in errors(book, CHAPTER)]
-    assert len(raised) == 1, raised
-    name, message = raised[0]
-    assert name == "ValueError" and message.startswith(
-        "Linearization failed to produce known values for all output primals"
+    # grad of a bare pallas_call is refused; the page shows it in the four-way table,
+    # caught, and no cell ends in an error
+    assert g["pallas_grad_error"] == (
+        "ValueError: Linearization failed to produce known values for all output primals"
     )
+    assert errors(book, CHAPTER) == []
+    assert num(g, "flash_fwd_error") < 1e-5 and num(g, "flash_grad_error") < 1e-4
 
 
 def test_tpu_cores_and_cmem(g, text):
@@ -121,7 +123,6 @@ def test_pipeline_inside_a_kernel_on_two_cores(g, text):
     # device's two cores in contiguous halves; Buffered(3) runs and lowers there
     assert g["two_core_blocks"] == " ".join(["0"] * 4 + ["1"] * 4)
     assert g["two_core_lowered"] == "tpu_custom_call"
-    assert "for a TPU v5p: tpu_custom_call" in text
     assert "two TensorCores is a JAX device of its own" in text
 
 
@@ -327,11 +328,28 @@ def test_partial_blocks_and_debugging(g):
 
 def test_debug_true_named(text):
     assert "pallas_call(..., debug=True)" in text
-    assert "debug=True printed" in text
 
 
 def test_shipped_kernel_scalar_prefetch_and_aliases(g, text):
     assert "splash attention" in text
+    # JAX's TPU flash and splash attention and the Triton one agree with jax.nn's
+    assert all(float(e) < 1e-5 for e in g["shipped_errors"].split(", "))
+    assert num(g, "gmm_error") < 1e-4
+    # jax.nn.dot_product_attention's default is XLA's own program, on a GPU too: its
+    # source routes implementation=None to the XLA path
+    import inspect
+
+    src = inspect.getsource(jax.nn.dot_product_attention)
+    default = src.split("case None:")[1].split("case _:")[0]
+    assert "_dot_product_attention_xla(" in default and "cudnn" not in default.lower()
+    assert g["sdpa_default_gpu"] == "none: XLA's own operations"
+    assert g["triton_gpu"] == "__gpu$xla.gpu.triton"
+    assert g["cudnn_here"].startswith("RuntimeError: cuDNN")
+    # the Mosaic GPU attention asserts CUDA's version while tracing
+    from jax.experimental.pallas.ops.gpu import attention_mgpu
+
+    assert "assert cuda_versions is not None" in inspect.getsource(attention_mgpu)
+    assert g["mgpu_here"] == "AssertionError"
     # blocks 3, 0 and 4 of 5 get + 1; aliased, blocks 1 and 2 keep the input's 0
     assert g["sparse_aliased"] == "1, 0, 0, 1, 1"
     # not aliased, blocks 1 and 2 are fresh memory, never written: NaN
@@ -360,16 +378,14 @@ def test_lowering_for_tpu_and_gpu(g, text):
     assert g["lowered_ok"][0] == "custom call tpu_custom_call"
     assert g["lowered_ok"][1].startswith("custom call mosaic_gpu")
     assert "divisible by 8 and 128" in g["lowered_tpu_refuses"]
-    assert g["lowered_gpu_refuses"] == "NotImplementedError"
+    assert g["lowered_gpu_refuses"].startswith("NotImplementedError: Only copies")
+    assert "divisible by the warpgroup size" in g["lowered_gpu_refuses"]
     assert g["cpu_refuses"] == "ValueError: Only interpret mode is supported on CPU backend."
-    assert "divisible by the warpgroup size" in text
-    # the (B, T, N, H) flash kernel: the squeezed head axis is second to last
+    # a (B, T, N, H) block of one head: the squeezed head axis is second to last
     assert g["flash_tpu_refused"].startswith("(Squeezed(), Blocked(block_size=128), Squeezed()")
     assert "array shape (1, 256, 2, 128)" in g["flash_tpu_refused"]
-    # the (B, N, T, H) variant, with a (B, N, T, 1) log-sum-exp, lowers
+    # the page's flash kernel, in (B, N, T, H) with a (B, N, T, 1) log-sum-exp, lowers
     assert g["flash_bnth_tpu"] == g["lowered_ok"][0] == "custom call tpu_custom_call"
-    # the same kernel on the same blocks as the (B, T, N, H) run: no larger error
-    assert num(g, "flash_bnth_error") <= num(g, "flash_fwd_error")
 
 
 def test_timings_are_glued_and_questions_run(g):
@@ -442,9 +458,17 @@ def test_dynamic_index_in_a_loop(g):
 
 
 def test_num_programs_per_grid(g):
-    """jax#40847: each call of one kernel function sees its own grid's size (the grids the
-    cell uses, in order)."""
-    assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3))
+    """jax#40847, the thread's own check (grids 2, 5, 3, 4): on this JAX each call of one
+    kernel function sees its own grid's size, because Pallas traces every kernel with the
+    uncached tracer; the thread finds the cached one, and the bug, from 0.11.0."""
+    import inspect
+
+    from jax._src.pallas import pallas_call
+
+    assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3, 4))
+    source = inspect.getsource(pallas_call._trace_kernel_to_jaxpr)
+    assert "pe.trace_to_jaxpr_dynamic(" in source and "pe.trace_to_jaxpr(" not in source
+    assert g["num_programs_tracer"] == "pe.trace_to_jaxpr_dynamic"
 
 
 def test_figures_vmap_and_races(g, book):
@@ -474,7 +498,54 @@ def test_flash_cost_estimate_by_hand(g):
         f"{flops:,} flops, {exps + logs:,} transcendentals, {hbm:,} bytes accessed"
     )
     assert g["flash_cost_tpu"].startswith("50,331,648 flops")
-    # the interpreter drops the estimate: cost_analysis counts other numbers
+    # the interpreter drops the estimate: cost_analysis of the same call counts others
     counted, _, by_hand = g["flash_cost_interpreted"].partition(" FLOPs against ")
-    assert by_hand == f"{2 * 2 * 10 * 2 * 2 * 32 * 32 * 32:,} by hand"
+    assert by_hand == f"{flops:,} by hand"
     assert counted != by_hand.split()[0]
+
+
+def test_speed_floors_by_hand(g, text):
+    """The speed table's verdicts, counted here from hardware's figures: flash attention
+    reads K and V once per query block, so its intensity is block_q T / (T + block_q)."""
+    t, heads, h = 8192, 32, 128
+    h100, v5e = hardware.chip("H100 SXM"), hardware.chip("TPU v5e")
+
+    def bound(flops: float, moved: float, chip) -> str:
+        return "FLOPs" if flops / chip.flops("bf16") > moved / chip.hbm_bandwidth else "bytes"
+
+    intensities = []
+    for bq in (128, 512):
+        flops, moved = heads * 4 * t * t * h, BF16 * heads * t * h * (2 + 2 * t // bq)
+        intensities.append(round(flops / moved))
+        verdict = "bytes" if bq == 128 else "FLOPs"
+        assert bound(flops, moved, h100) == bound(flops, moved, v5e) == verdict
+    assert intensities == [126, 482]
+    assert g["speed_flash_intensity"] == "126 and 482"
+    # matmul + bias + GELU at k = 256, bf16, tiles 512: C written and read back twice
+    n, k, b = 8192, 256, 512
+    fused = BF16 * (n * k * (n // b) + k * n * (n // b) + n * n)
+    assert g["speed_fused_ratio"] == f"{(fused + 2 * BF16 * n * n) / fused:.1f}" == "2.0"
+    # 8192^3 with tiles of 512: A and B read 16 times each
+    moved = BF16 * (2 * n * n * (n // b) + n * n)
+    verdicts = (bound(2 * n**3, moved, h100), bound(2 * n**3, moved, v5e))
+    assert g["speed_matmul512"] == "bound by {} on the H100, by {} on a v5e".format(*verdicts)
+    assert verdicts == ("bytes", "FLOPs")
+    # at k = 8192 the two passes over C are a small share of the tiles-512 matmul's bytes
+    assert g["speed_fused_big"] == f"{2 * BF16 * n * n / (moved + 2 * BF16 * n * n):.0%}"
+    for key in ("speed_flash_intensity", "speed_fused_ratio", "speed_matmul512"):
+        assert str(g[key]) in text, key
+
+
+def test_measured_h100_fractions_cited_as_in_the_report(text):
+    """The prose cites the H100 runs of bench/reports as ranges; they are the report's."""
+    report = (Path(__file__).parents[1] / "bench/reports/h100-2026-11-26.md").read_text()
+    rows = {
+        what: [int(m) for m in re.findall(rf"\| {what} \(.*?\|.*?\|.*?\| (\d+)% \|", report)]
+        for what in ("matmul", "copy")
+    }
+    assert len(rows["matmul"]) == len(rows["copy"]) >= 5
+    low, high = min(rows["matmul"]), max(rows["matmul"])
+    assert f"at {low}% to {high}% of the H100" in text  # ’ typeset
+    low, high = min(rows["copy"]), max(rows["copy"])
+    assert f"a 1 GiB copy at {low}% to {high}% of its HBM bandwidth" in text
+    assert "8192×8192 bfloat16" in report and "1024 MiB read + written" in report
