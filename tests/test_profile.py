@@ -36,6 +36,8 @@ def _random_events(rng: random.Random, n: int) -> list[dict]:
         }
         if rng.random() < 0.7:
             e["args"] = {"hlo_op": f"{e['name']}.{i}", "hlo_module": rng.choice(["jit_a", "jit_b"])}
+            if rng.random() < 0.5:  # as XLA:CPU writes it: a string
+                e["args"]["device_ordinal"] = str(rng.randint(0, 7))
         events.append(e)
     events.append({"ph": "i", "pid": 1, "tid": 3, "ts": 5.0, "name": "instant"})
     return events
@@ -63,6 +65,10 @@ def test_read_events_and_time_by_match_a_plain_reference(tmp_path, seed, compres
     assert list(got.values()) == sorted(got.values(), reverse=True)
     ev = events[0]
     assert ev.end_us == pytest.approx(ev.start_us + ev.duration_us)
+    # The device of each event, by hand: its device_ordinal as an int, else None.
+    by_start = sorted(complete, key=lambda e: e["ts"])
+    want = [int(e.get("args", {}).get("device_ordinal", -1)) for e in by_start]
+    assert [-1 if e.device is None else e.device for e in events] == want
 
 
 def test_scopes_strip_the_jit_prefix_and_skip_lines_without_metadata():
@@ -92,6 +98,7 @@ def test_real_trace_ops_map_to_named_scopes(tmp_path):
     assert ops, "the trace holds the program's operations"
     names = scopes(f.lower(x).compile().as_text())
     assert all(e.hlo_op in names for e in ops)
+    assert {e.device for e in ops} == {x.devices().pop().id}
     assert any(names[e.hlo_op].startswith("inner/") for e in ops)
 
 

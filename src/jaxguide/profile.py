@@ -78,6 +78,8 @@ class Event:
         thread: the trace's thread id (one row in Perfetto).
         hlo_op, hlo_module: the HLO instruction and its program, for compiled
             operations; ``None`` for everything else.
+        device: the device that ran a compiled operation (the event's
+            ``device_ordinal``); ``None`` where the trace does not say.
     """
 
     name: str
@@ -86,6 +88,7 @@ class Event:
     thread: int
     hlo_op: str | None = None
     hlo_module: str | None = None
+    device: int | None = None
 
     @property
     def end_us(self) -> float:
@@ -150,6 +153,7 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         args = e.get("args") or {}
+        ordinal = args.get("device_ordinal")
         events.append(
             Event(
                 name=str(e.get("name", "")),
@@ -158,6 +162,7 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
                 thread=int(e.get("tid", 0)),
                 hlo_op=args.get("hlo_op"),
                 hlo_module=args.get("hlo_module"),
+                device=int(ordinal) if str(ordinal).isdigit() else None,
             )
         )
     return sorted(events, key=lambda e: e.start_us)
