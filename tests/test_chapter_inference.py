@@ -1,6 +1,6 @@
 """The inference chapter: the values its claims glued, checked against counts made here
 independently of the chapter's code (KV-cache bytes, parameter counts, the decode step's
-FLOPs and bytes by hand, the roofline), and the errors and timing verdicts it prints."""
+FLOPs and bytes by hand, the roofline), and the errors it shows."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import VERDICT, errors, glued, images, page_text
+from bookcheck import errors, glued, images, page_text
 
 pytestmark = pytest.mark.book
 
@@ -24,6 +24,8 @@ VOCAB, D, HEADS, KV, HD, MLP, MAX_LEN = 128_256, 4096, 32, 8, 128, 14_336, 4096
 V5E = (1.97e14, 8.1e11)
 H100 = (9.89e14, 3.35e12)
 H100_INT8 = 1.979e15
+# The toy model's attention: 4 key/value heads of 8.
+KV_TOY, HD_TOY = 4, 8
 
 
 def kv_bytes(layers, tokens, kv_heads, head_dim, nbytes, batch=1):
@@ -105,7 +107,13 @@ def test_cache_equals_recomputation(book):
     g = glued(book, CHAPTER)
     assert g["cache_same_tokens"] is True
     assert g["cache_traces"] == {"prefill": 1, "decode": 1}
-    # Flax's decode=True cache, token by token, equals one causal call.
+    # Flax's GQA module on the trained kernels: its cache is the page's shape (batch 1,
+    # MAX_LEN 128 positions, 4 key/value heads of 8), one per layer; nnx.view set decode
+    # in both layers and allocated no cache (Flax 0.12.8), so init_cache did.
+    assert tuple(g["flax_cache_shape"]) == (1, 128, 4, 8)
+    assert g["flax_view_uncached"] == 2
+    # Fed one token per call: the 9-character prompt, then 23 of the 24 greedy tokens.
+    assert g["flax_fed"] == len("Although ") + 24 - 1
     # With is_causal=True kept while decoding (flax#5591): right at position 0 only.
     assert number(g["flag_diff_first"]) < number(g["flag_diff_min"])
     from importlib.metadata import version
@@ -118,9 +126,10 @@ def test_errors_shown(book):
     assert [e.name for e in raised] == ["JaxRuntimeError", "ValueError"]
     # One array passed twice, once donated (jax#9635): refused, no longer a hang.
     assert "previously donated" in raised[0].message
-    # Flax's cache takes one token per call (flax#1317): a 9-token prompt is refused.
+    # Flax's cache takes one token per call (flax#1317): a 9-token prompt is refused,
+    # its keys (batch 1, 9 tokens, 4 key/value heads of 8) against one token's.
     assert "Autoregressive cache shape error" in raised[1].message
-    assert "(1, 9, 2, 4)" in raised[1].message
+    assert "(1, 9, 4, 8)" in raised[1].message
 
 
 def test_donation_aliases_the_whole_cache(book):
@@ -132,11 +141,9 @@ def test_donation_aliases_the_whole_cache(book):
     copies = g["cache_copies"]
     assert all(isinstance(copies[k], int) for k in ("donated", "kept", "misused"))
     assert g["copies_kept"] == copies["kept"] and g["copies_misused"] == copies["misused"]
-    # A pop that also returns carry[idx] copies the donated carry; the update alone
-    # does not (jax#17845).
-    assert g["pop_copies"]["pop"] == g["pop_copies_n"] > 0
-    # In a scan (the thread's setting) the copies are in the loop's body; a spare slot
-    # written before the shift and read from the updated carry removes them.
+    # A pop that also returns carry[idx] copies the donated carry in the scan's body
+    # (jax#17845); a spare slot written before the shift and read from the updated
+    # carry removes the copies.
     assert g["scan_pop_copies"]["pop"] == g["scan_pop_copies_n"] > 0
     assert g["scan_pop_copies"]["pop_spare"] == 0
 
@@ -215,8 +222,21 @@ def test_intensity_and_the_compiled_check(book):
     assert number(g["table_gb"]) == pytest.approx(table, abs=0.005)
     # (glued to 0.01 GiB, so "at least the table" within that rounding)
     assert table - 0.005 <= number(g["excess_16"]) < 1.1 * table
-    # A gather of 16 rows is charged as the table (2 GB), not its 256 KiB.
+    # A gather of 16 rows is charged as the table (2 GB), not its 256 KiB; the bf16
+    # decode step's 8 rows as the whole bf16 table (plus its few rows).
     assert g["gather_16"].endswith("GiB")
+    assert g["gather_bf16_8"] == mib(2 * VOCAB * D)
+    # Beyond the table at batch 512 (float32, 32 cached positions): one copy of the
+    # logits, read and written; four transposed copies of a cache array, read and
+    # written; four update fusions with a cache array, the new keys (512 x 1024) and the
+    # position as operands and the array as output. The cache is aliased, all 256 MiB.
+    cache = 512 * 32 * KV * HD * 4
+    assert g["extra_kinds"] == {
+        "logits copied": 2 * 512 * VOCAB * 4,
+        "cache transposed": 4 * 2 * cache,
+        "cache updated": 4 * (2 * cache + 512 * KV * HD * 4 + 4),
+    }
+    assert g["alias_512"] == mib(4 * cache)
 
 
 def test_critical_batch_by_hand(book):
@@ -252,19 +272,25 @@ def test_critical_batch_by_hand(book):
 
 
 def test_step_time_kernel_by_kernel(book):
-    """A step at batch 1,024 with 1,024 cached tokens on an H100: the matmuls are
-    compute-bound, attention is not, and the sum exceeds one roofline over the step."""
+    """A step at the largest batch whose caches of 1,024 tokens fit in an H100's 80 GB
+    beside the bf16 weights: the matmuls are compute-bound, attention is not, and the
+    sum exceeds one roofline over the step."""
     g = glued(book, CHAPTER)
-    (mm_f, mm_b), (att_f, att_b) = parts(32, 1024, 1024)
-    assert number(g["mm_compute_1024_ms"]) == pytest.approx(1e3 * mm_f / H100[0], abs=0.05)
-    assert number(g["mm_memory_1024_ms"]) == pytest.approx(1e3 * mm_b / H100[1], abs=0.05)
+    kernels, norms, tables = sizes(32)
+    fit = int((80e9 - 2 * (kernels + norms + tables)) // kv_bytes(32, 1024, 8, 128, 2))
+    assert g["fit_1024"] == fit == 504
+    (mm_f, mm_b), (att_f, att_b) = parts(32, fit, 1024)
+    assert number(g["mm_compute_big_ms"]) == pytest.approx(1e3 * mm_f / H100[0], abs=0.05)
+    assert number(g["mm_memory_big_ms"]) == pytest.approx(1e3 * mm_b / H100[1], abs=0.05)
     assert mm_f / H100[0] > mm_b / H100[1]
-    step = 1e3 * step_time(1024, 1024, *H100)
-    assert number(g["step_1024_ms"]) == pytest.approx(step, abs=0.05)
+    step = 1e3 * step_time(fit, 1024, *H100)
+    assert number(g["step_big_ms"]) == pytest.approx(step, abs=0.05)
     pooled = 1e3 * max((mm_f + att_f) / H100[0], (mm_b + att_b) / H100[1])
-    assert number(g["pooled_1024_ms"]) == pytest.approx(pooled, abs=0.05)
-    assert number(g["att_share_1024"]) == pytest.approx(att_b / H100[1] * 1e3 / step, abs=0.005)
+    assert number(g["pooled_big_ms"]) == pytest.approx(pooled, abs=0.05)
+    assert number(g["att_share_big"]) == pytest.approx(att_b / H100[1] * 1e3 / step, abs=0.005)
     assert g["step_same_below"] is True
+    # The prose says so, not "1,024 sequences".
+    assert "at 1,024 sequences" not in page_text(book, CHAPTER)
 
 
 def test_tokens_per_second_from_bytes(book):
@@ -314,6 +340,12 @@ def test_int8_weights(book):
     # 8 x 50 = 400 wraps in int8, exact with an int32 result and no convert (jax#4465).
     assert g["int8_wrapped"] == int(np.array(400).astype(np.int8)) == -112
     assert g["int8_dot_converts"] == 0
+    # Qwix, the library the page points a practitioner to, and AQT are not installed
+    # here, so the page runs neither (and says so).
+    import importlib.util
+
+    assert g["quant_libs_installed"] == {"qwix": False, "aqt": False}
+    assert all(importlib.util.find_spec(name) is None for name in ("qwix", "aqt"))
 
 
 def test_sharded_serving(book):
@@ -333,11 +365,13 @@ def test_units_and_kernels_named(book):
 
 def test_cpu_timing_and_figure(book):
     g = glued(book, CHAPTER)
-    assert re.fullmatch(VERDICT, g["cpu_speedup"])
-    assert re.fullmatch(VERDICT, g["cpu_scan"])
-    assert g["scan_same"] is True
+    assert g["timed_same"] is True and g["scan_same"] is True
     text = page_text(book, CHAPTER)
-    assert f"The cached generator was {g['cpu_speedup']} the padded" in text
+    # The generators are timed at the default LLVM level, interleaved; the prose shows
+    # the measured ratios.
+    assert "benchmark_interleaved" in text
+    assert f"The cached one was {g['cpu_cache_ratio']} times faster" in text
+    assert f"the single program {g['cpu_loop_ratio']} times faster" in text
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
@@ -402,6 +436,9 @@ def test_loop_update_in_place(book):
     g = glued(book, CHAPTER)
     version = tuple(int(p) for p in str(g["loop_jax"]).split(".")[:3])
     assert version < (0, 11, 1)  # before the regression the thread reports
+    # generate_batch's keys written per step: rows x 4 key/value heads x 8 x float32.
+    assert g["batch_write_bytes"] == 4 * KV_TOY * HD_TOY * 4 == 512
+    assert g["one_write_bytes"] == KV_TOY * HD_TOY * 4 == 128
     assert float(g["loop_step_ratio"]) > 0
     assert g["loop_copies"] == {50_000: 0, 200_000: 0}
 
@@ -414,10 +451,4 @@ def test_categorical_random_numbers(book):
     assert g["thread_gumbel_tb"] == f"{2**30 * 10**5 * 4 / 1e12:.0f} TB"
     # categorical: categories x draws; choice with p: one per draw (the claim also
     # checks that the first takes an argmax, the second a cumsum).
-    vocab = next(int(k.split(", ")[1]) for k in g["draw_cost"] if not k.endswith("100000"))
-    assert g["draw_cost"] == {
-        f"gumbel_draws, {vocab}, 256": vocab * 256,
-        f"cdf_draws, {vocab}, 256": 256,
-        f"gumbel_draws, {2**30}, {10**5}": 2**30 * 10**5,
-        f"cdf_draws, {2**30}, {10**5}": 10**5,
-    }
+    assert g["draw_cost"] == {"gumbel_draws": 2**30 * 10**5, "cdf_draws": 10**5}
