@@ -259,11 +259,18 @@ def test_conversion_of_each_construct(monkeypatch):
     assert conv.cell(nbformat.v4.new_code_cell("y = 2")).source == "y = 2"
     # The page's hidden cells are collapsed in Colab; once a cell above glued a value,
     # the prose points up to it.
+    # Its title says whether the text quotes a value it glues (the chapter's prose, read
+    # when the converter starts, quotes no "speed" or "ratio": set here).
+    conv.quoted = {"speed"}
     check = nbformat.v4.new_code_cell(
         'claim("speed", s, s > 1, "faster")', metadata={"tags": ["remove-cell"]}
     )
     assert conv.cell(check).metadata["cellView"] == "form"
     assert check.source.startswith("# @title Checks and values the text quotes")
+    quiet = nbformat.v4.new_code_cell(
+        'claim("ratio", r, r > 1, "above 1")', metadata={"tags": ["remove-cell"]}
+    )
+    assert conv.cell(quiet).source.startswith("# @title Checks (hidden in the book")
     assert md("It was {glue:text}`speed:.1f`.") == "It was *speed* (printed by a cell above)."
     figure = nbformat.v4.new_code_cell("plt.plot(x)", metadata={"tags": ["remove-input"]})
     assert conv.cell(figure).source.startswith("# @title Hidden in the book")
