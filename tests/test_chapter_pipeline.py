@@ -76,14 +76,7 @@ def test_cond_runs_one_branch_per_stage(book):
 
 def test_reader_threads_run(book):
     g = glued(book, "pipeline")
-    assert g["grad_8688"] == [1.0, 1.0]
-    x = [1.0, 2.0, 3.0, 4.0]
-    true, wrong = [2 * v for v in x], [2 * P * v for v in x]
-    assert g["grads_3970"] == {
-        "pmap": wrong,
-        "shard_map, check_vma=True": true,
-        "shard_map, check_vma=False": wrong,
-    }
+    assert g["grad_8688"] == [1.0, 1.0]  # the gradient of a permutation
 
 
 def test_training_step_with_embedding_head_and_optax(book):
@@ -102,6 +95,34 @@ def test_training_step_with_embedding_head_and_optax(book):
     # The embedding's gradient is summed over the m = 4 microbatches only: gpipe marks xs
     # varying before padding it with p - 1 rows (4 + 3 = 7 rows if it marked feed).
     assert g["lm_reduced_rows"] == [4]
+
+
+def test_replicated_head_is_all_reduced_over_the_pipeline(book):
+    """The step's all-reduce carries the head's gradient, (D + 1) V floats, and the
+    embedded batch's, B D floats, whatever the vocabulary and whether a lax.cond runs
+    the head on the last stage only; the permutes carry one microbatch's activations
+    per step, both ways, m + p - 1 steps."""
+    g = glued(book, "pipeline")
+    permutes = 2 * (M + P - 1) * ROWS * D * 4
+    assert permutes == 14_336
+    want = {}
+    for vocab, how in [(64, "jnp.where"), (32_768, "jnp.where"), (32_768, "lax.cond")]:
+        want[f"{vocab}, {how}"] = [((D + 1) * vocab + B * D) * 4, permutes]
+    assert g["lm_traffic"] == want
+    assert g["lm_big_v"] == "32,768"
+    assert g["lm_ar_ratio"] == f"{want['32768, jnp.where'][0] / permutes:,.0f}"
+    from jaxguide.compiled import format_bytes
+
+    big_v, big_d = 131_072, 8_192
+    assert g["lm_big_head"] == format_bytes(4 * (big_d + 1) * big_v)
+    assert g["lm_big_tables"] == format_bytes(3 * 2 * 4 * big_v * big_d)
+
+
+def test_psend_refused_on_cpu_and_lowered_for_gpu(book):
+    g = glued(book, "pipeline")
+    assert "only implemented on GPU" in g["psend_cpu"]
+    right = str([[i, i + 1] for i in range(P - 1)])
+    assert g["psend_gpu"] == [("send", right), ("recv", right)]
 
 
 def test_backward_is_the_transposed_loop(book):
@@ -220,10 +241,18 @@ def test_errors_the_page_raises(book):
     from bookcheck import errors
 
     raised = [(e.name, e.message, e.source) for e in errors(book, "pipeline")]
-    assert [name for name, _, _ in raised] == ["ValueError", "TypeError", "NameError"]
-    (_, unsplit, source), _, (_, unbound, _) = raised
+    assert [name for name, _, _ in raised] == [
+        "ValueError",
+        "TypeError",
+        "NameError",
+        "ValueError",
+    ]
+    (_, unsplit, source), _, (_, unbound, _), (_, split_twice, source2) = raised
     assert "make_blocks_unsplit" in source and "shape is ()" in unsplit
     assert "unbound axis name: stage" in unbound
+    # google/flax#4589's split_rngs on the scan, over keys already split per block
+    assert "split_rngs" in source2
+    assert "fold_in accepts a single key" in split_twice and "(3,)" in split_twice
 
 
 def test_stacks_types_and_permutes(book):
@@ -245,17 +274,10 @@ def test_stacks_types_and_permutes(book):
     }
 
 
-def test_per_sample_gradients_and_multisteps(book):
+def test_multisteps_in_shard_map(book):
     g = glued(book, "pipeline")
-    samples = [[0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
-    summed = [sum(s[j] for s in samples) for j in range(2)]  # d(w . x)/dw = x
-    assert g["grads_36886"] == {
-        "vmap, one device": samples,
-        "shard_map, pcast False": [summed] * P,
-        "shard_map, pcast True": samples,
-    }
     has_cond, first, second, applied = g["multisteps"]
-    assert isinstance(first, float) and isinstance(applied, int)
+    assert has_cond is True and first == 0.0 and applied == 1
     assert second == pytest.approx(1e-2, rel=0.01)  # one AdamW step: about lr
 
 
@@ -280,13 +302,6 @@ def test_dropout_in_a_stack(book):
     g = glued(book, "pipeline")
     assert g["drop_key_shape"] == (3,)  # one key per block
     assert g["drop_own_distinct"] == 3
-
-
-def test_short_loop_scan_against_unrolled(book):
-    """jax#1897: at 3 steps the scan compiles to a while loop, the Python loop to
-    none."""
-    g = glued(book, "pipeline")
-    assert g["short_whiles"] == {"lax.scan": 1, "Python loop": 0}
 
 
 def test_one_f_one_b_with_fwd_and_bwd(book):
@@ -326,21 +341,6 @@ def test_one_f_one_b_on_a_time_axis(book):
     bubble = (P - 1) / (m + P - 1)
     assert g["f1b_bubble"] == g["gpipe8_bubble"] == f"{bubble:.1%}"
     assert g["f1b_steps"] == str(steps)
-
-
-def test_data_parallel_all_reduce_after_the_backward_pass(book):
-    """jax#4666's step (the data-parallel MNIST example, in small): one psum per
-    weight and bias of three layers, combined by XLA:CPU into one plain all-reduce
-    (no start/done pair), followed only by the six updates."""
-    g = glued(book, "pipeline")
-    leaves = 3 * 2  # three layers, a kernel and a bias each
-    assert g["ar_4666"] == {
-        "psums": leaves,
-        "all_reduces": 1,
-        "arrays": leaves,
-        "after": leaves,
-        "ops": ["all-reduce"],
-    }
 
 
 def test_grad_of_scan_memory_3186(book):
