@@ -160,3 +160,14 @@ def test_show_only_quiets_the_keys_the_text_does_not_quote(capsys):
             page.show_only([1])
     finally:
         page.show_only(None)
+
+
+def test_checking_names_the_keys_it_could_not_compute(capsys, monkeypatch):
+    monkeypatch.delenv(page.STRICT_ENV, raising=False)
+    with page.checking(["a", "b"]):
+        raise KeyError("gone")
+    (line,) = page.failed_claims(capsys.readouterr().out)
+    assert line.startswith("✗ a, b: not computed (KeyError: 'gone')")
+    with pytest.raises(TypeError, match=r"pass a list of keys"):
+        with page.checking("a"):
+            pass

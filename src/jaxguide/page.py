@@ -25,11 +25,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import html
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -40,6 +41,7 @@ __all__ = [
     "FAILED_MARK",
     "ClaimError",
     "Provenance",
+    "checking",
     "claim",
     "failed_claims",
     "glue",
@@ -94,8 +96,7 @@ def show_only(keys: Iterable[str] | None) -> None:
         return
     if isinstance(keys, str):
         raise TypeError(
-            f"show_only(keys={keys!r}): keys must be a list of keys, not one str; "
-            f"pass [{keys!r}]."
+            f"show_only(keys={keys!r}): keys must be a list of keys, not one str; pass [{keys!r}]."
         )
     chosen = list(keys)
     for key in chosen:
@@ -246,6 +247,46 @@ def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T
         "describes the book's build, not this run. Carrying on."
     )
     return value
+
+
+@contextlib.contextmanager
+def checking(keys: Iterable[str]) -> Iterator[None]:
+    """A block that computes and checks ``keys``, and that an error does not stop
+    outside the book's build.
+
+    :func:`claim` reports a condition that fails on the reader's JAX and carries on, but
+    the code that computes a value can fail first (a line of a compiled program not
+    found, a name a newer JAX moved). Each Colab notebook runs its hidden checks inside
+    this block: outside a strict build an exception there prints one line in
+    :func:`claim`'s form (it begins with :data:`FAILED_MARK`, so :func:`failed_claims`
+    reads it) and the notebook carries on; the visible cells never read a name only a
+    hidden cell defines. In the book's build it changes nothing: the error stops the
+    build at its cell.
+
+    Args:
+        keys: the keys the block claims or glues, named in the line it prints.
+
+    Example:
+        >>> with checking(["rows"]):
+        ...     rows = "no such line".split()[5]
+        ✗ rows: not computed (IndexError: list index out of range), where the book's build (JAX 0.10.2) computed it; this run (JAX ...) raised instead, so the prose near this cell describes the book's build, not this run. Carrying on.
+    """
+    if isinstance(keys, str):
+        raise TypeError(f"checking(keys={keys!r}): pass a list of keys, [{keys!r}].")
+    names = ", ".join(keys) or "these checks"
+    try:
+        yield
+    except Exception as error:
+        if os.environ.get(STRICT_ENV) == "1":
+            raise
+        import jax
+
+        print(
+            f"{FAILED_MARK}{names}: not computed ({type(error).__name__}: {error}), "
+            f"where the book's build (JAX {BOOK_JAX}) computed it{_FAILED_TAIL} "
+            f"{jax.__version__}) raised instead, so the prose near this cell describes "
+            "the book's build, not this run. Carrying on."
+        )
 
 
 def failed_claims(printed: str | Iterable[str]) -> list[str]:

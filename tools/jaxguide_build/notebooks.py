@@ -115,6 +115,30 @@ HIDDEN = ("remove-cell", "remove-input", "hide-input", "hide-cell")
 QUOTED = re.compile(r"\{glue:text\}`([^`:]+)")
 
 
+#: How a notebook runs a hidden check cell (one tagged ``remove-cell`` that glues or
+#: claims): inside ``jaxguide.page.checking``, so that an error in computing a value on
+#: the reader's JAX prints what was not computed and the notebook carries on.
+CHECKING = "with jaxguide.page.checking("
+
+
+def guarded(source: str, keys: list[str]) -> str:
+    """``source`` inside ``with jaxguide.page.checking(keys):``, or unchanged where
+    indenting it could change what it does: a line magic or shell line, or a
+    triple-quoted string (whose text would gain the indent)."""
+    if re.search(r"^\s*[%!]", source, re.M) or '"""' in source or "'''" in source:
+        return source
+    body = "".join(f"    {line}" if line.strip() else line for line in source.splitlines(True))
+    return f"{CHECKING}{keys!r}):\n{body}"
+
+
+def unguarded(source: str) -> str:
+    """The cell :func:`guarded` was given: the inverse, for tests."""
+    if not source.startswith(CHECKING):
+        return source
+    body = source.split("\n", 1)[1]
+    return "".join(line[4:] if line.strip() else line for line in body.splitlines(True))
+
+
 def quoted_keys(source: str) -> list[str]:
     """The keys of the glued values a chapter's prose quotes, sorted."""
     return sorted(set(QUOTED.findall(source)))
@@ -317,6 +341,8 @@ class Converter:
             title = f"Solution to exercise {self.in_solution} (double-click to show the code)"
         elif set(cell.metadata.get("tags", [])) & set(HIDDEN):
             keys = set(glued_code([cell.source]))
+            if keys and "remove-cell" in cell.metadata.get("tags", []):
+                cell.source = guarded(cell.source, sorted(keys))
             if keys & self.quoted:
                 title = "Checks and values the text quotes (hidden in the book; double-click for the code)"
             elif keys:
