@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import random
+import re
 import time
 from pathlib import Path
 
@@ -14,7 +15,15 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxguide.profile import Event, find_trace, read_events, scopes, time_by
+from jaxguide.profile import (
+    Event,
+    autodiff_phase,
+    entry_instructions,
+    find_trace,
+    read_events,
+    scopes,
+    time_by,
+)
 
 
 def _write(path: Path, events: list[dict], *, compress: bool = True) -> Path:
@@ -279,3 +288,38 @@ def test_schedule_order_of_a_real_program():
     ]
     with pytest.raises(ValueError, match="no ENTRY computation"):
         schedule_order("%d = f32[2] dot(f32[2] %a, f32[2] %b)")
+
+
+def test_autodiff_phase_reads_forward_and_backward():
+    assert autodiff_phase("jvp(layer1)/dot_general") == "layer1 forward"
+    assert autodiff_phase("transpose(jvp(layer2))/dot_general") == "layer2 backward"
+    # a fusion lists several op_names: the first decides
+    assert autodiff_phase("transpose(jvp(l3))/mul;jvp(l3)/tanh") == "l3 backward"
+    assert autodiff_phase("sgd/sub") == "sgd" and autodiff_phase("") == ""
+    with pytest.raises(TypeError, match="op_name"):
+        autodiff_phase(None)
+
+
+def test_entry_instructions_of_a_real_gradient():
+    """The entry computation's instructions, with opcodes and shapes; the weight
+    gradient contracts the batch and is timed as a scope's backward pass."""
+
+    def loss(w, x):
+        with jax.named_scope("dense"):
+            return jnp.tanh(x @ w).sum()
+
+    w, x = jnp.ones((8, 4)), jnp.ones((16, 8))
+    text = jax.jit(jax.grad(loss)).lower(w, x).compile().as_text()
+    found = entry_instructions(text)
+    names = scopes(text)
+    # the parameters first, in program order; the root last, with the gradient's shape
+    assert [op for op, _, _ in found.values()][:2] == ["parameter", "parameter"]
+    assert list(found.values())[-1][1] == "f32[8,4]"
+    assert all("{" not in shape for _, shape, _ in found.values())
+    dw = [n for n, (_, _, attrs) in found.items() if "lhs_contracting_dims={0}" in attrs]
+    assert dw and autodiff_phase(names[dw[0]]) == "dense backward"
+    # fusion bodies are not entry instructions
+    assert set(found) <= set(re.findall(r"^\s*(?:ROOT )?%([\w.\-]+) =", text, re.M))
+    assert len(found) < len(re.findall(r"^\s*(?:ROOT )?%[\w.\-]+ =", text, re.M))
+    with pytest.raises(ValueError, match="ENTRY"):
+        entry_instructions("%a = f32[] parameter(0)")

@@ -56,6 +56,8 @@ __all__ = [
     "LoweredDot",
     "Residual",
     "StepGaps",
+    "autodiff_phase",
+    "entry_instructions",
     "find_trace",
     "lowered_dots",
     "read_events",
@@ -193,6 +195,61 @@ def scopes(hlo: str) -> dict[str, str]:
         if op_name is not None:
             found[name] = re.sub(r"^(?:jit|pjit)\([^)]*\)/", "", op_name)
     return found
+
+
+def autodiff_phase(op_name: str) -> str:
+    """The scope an instruction was traced in, and whether in the forward or the
+    backward pass: ``'jvp(layer1)/dot_general'`` -> ``'layer1 forward'``,
+    ``'transpose(jvp(layer1))/...'`` -> ``'layer1 backward'``.
+
+    Args:
+        op_name: an instruction's ``op_name``, as :func:`scopes` returns it. A fusion
+            may list several, separated by ``;``: the first is read.
+
+    Returns:
+        ``'<scope> forward'`` or ``'<scope> backward'`` for an op traced in a named
+        scope under ``jax.grad``; otherwise the first element of the path (``'sgd'``,
+        ``'add'``, or ``''`` for an empty ``op_name``).
+
+    Raises:
+        TypeError: ``op_name`` is not a string.
+    """
+    if not isinstance(op_name, str):
+        raise TypeError(f"autodiff_phase: op_name must be a str, got {type(op_name).__name__}")
+    first = op_name.split(";")[0].split("/")[0]
+    match = re.fullmatch(r"(transpose\()?jvp\((\w+)\)\)?", first)
+    if match:
+        return f"{match.group(2)} {'backward' if match.group(1) else 'forward'}"
+    return first
+
+
+def entry_instructions(hlo: str) -> dict[str, tuple[str, str, str]]:
+    """The instructions of a compiled program's entry computation, in program order:
+    what the trace's ``hlo_op`` names (the insides of fusions are left out).
+
+    Args:
+        hlo: a compiled program's text, ``jax.jit(f).lower(...).compile().as_text()``.
+
+    Returns:
+        Instruction name to ``(opcode, shape, attributes)``: ``('dot', 'f32[512,16]',
+        'lhs_contracting_dims={0}, ...')``; the shape without its layout.
+
+    Raises:
+        TypeError: ``hlo`` is not a string (pass ``compiled.as_text()``).
+        ValueError: ``hlo`` is empty, or has no ``ENTRY`` computation.
+    """
+    _checks.string(
+        "entry_instructions", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()"
+    )
+    from jaxguide import compiled
+
+    entry = re.search(r"^ENTRY\s+%([\w.\-]+)", hlo, re.MULTILINE)
+    if entry is None:
+        raise ValueError("entry_instructions: hlo has no ENTRY computation (pass compiled text)")
+    return {
+        ins.name: (ins.op, ins.shape.split("{")[0], ins.attrs)
+        for ins in compiled._parse(hlo)[0].get(entry.group(1), [])
+    }
 
 
 def time_by(events: Iterable[Event], key: Callable[[Event], str]) -> dict[str, float]:
