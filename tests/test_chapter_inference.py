@@ -83,10 +83,10 @@ def step_time(batch, cached, peak, hbm, weight_bytes=2):
     return sum(max(f / peak, b / hbm) for f, b in parts(32, batch, cached, weight_bytes))
 
 
-def critical(peak, hbm, weight_bytes=2):
+def critical(peak, hbm, weight_bytes=2, value_bytes=2):
     """The batch at which the weight matmuls' FLOPs per byte reach peak / hbm."""
-    (f, one), _ = parts(32, 1, 1, weight_bytes)
-    s = parts(32, 2, 1, weight_bytes)[0][1] - one
+    (f, one), _ = parts(32, 1, 1, weight_bytes, value_bytes)
+    s = parts(32, 2, 1, weight_bytes, value_bytes)[0][1] - one
     w, r = one - s, peak / hbm
     return r * w / (f - r * s)
 
@@ -107,6 +107,8 @@ def test_cache_equals_recomputation(book):
     g = glued(book, CHAPTER)
     assert g["cache_same_tokens"] is True
     assert g["cache_traces"] == {"prefill": 1, "decode": 1}
+    # dynamic_update_slice clamps its start: one value at 6 of 4 lands at 4 - 1.
+    assert g["clamp_slot"] == min(6, 4 - 1) == 3
     # Flax's GQA module on the trained kernels: its cache is the page's shape (batch 1,
     # MAX_LEN 128 positions, 4 key/value heads of 8), one per layer; nnx.view set decode
     # in both layers and allocated no cache (Flax 0.12.8), so init_cache did.
@@ -169,6 +171,9 @@ def test_ragged_prompts_and_end_token(book):
     assert g["ragged_lengths"] == ", ".join(str(n) for n in sorted({len(x) for x in lines}))
     assert 0 < g["ragged_steps"] < max(map(len, lines)) - min(map(len, lines)) + 60
     assert g["scan_same"] is True
+    # A sampled row's text depends on its batchmates (the key's step is counted from
+    # the shortest prompt's end).
+    assert g["batchmates_change"] is True
     # Flax's dot_product_attention with grouped heads and a mask (flax#5177).
 
 
@@ -269,6 +274,12 @@ def test_critical_batch_by_hand(book):
     assert number(g["crit_a8"]) == pytest.approx(
         critical(H100_INT8, H100[1], weight_bytes=1), abs=1
     )
+    # With int8 activations too, every byte halves with the time per FLOP: bf16's.
+    assert number(g["crit_all8"]) == pytest.approx(critical(*H100), abs=1)
+    assert number(g["crit_all8"]) == pytest.approx(
+        critical(H100_INT8, H100[1], weight_bytes=1, value_bytes=1), abs=1
+    )
+    assert number(g["crit_bf16_h100"]) == pytest.approx(critical(*H100), abs=1)
 
 
 def test_step_time_kernel_by_kernel(book):
@@ -355,6 +366,9 @@ def test_sharded_serving(book):
     assert g["ar_count"] == 4  # 2 per layer, 2 layers
     assert g["ar_bytes"] == 4 * 64 * 4  # (batch 8 / 2, 1, 64) float32
     assert g["ar_groups"] == [4]
+    # scaling-book's latency condition for 4 shards: 4 x 4.5e10 B/s x 1 us.
+    assert number(g["ici_threshold_kb"]) == round(4 * 4.5e10 * 1e-6 / 1e3)
+    assert number(g["ici_threshold_ratio"]) == round(4 * 4.5e10 * 1e-6 / (4 * 64 * 4))
 
 
 def test_units_and_kernels_named(book):
@@ -372,6 +386,11 @@ def test_cpu_timing_and_figure(book):
     assert "benchmark_interleaved" in text
     assert f"The cached one was {g['cpu_cache_ratio']} times faster" in text
     assert f"the single program {g['cpu_loop_ratio']} times faster" in text
+    # The key derived eagerly in Python: convert_element_type, then random_fold_in,
+    # each dispatched alone; the loop slower for it.
+    assert g["fold_ops"] == 2
+    assert number(g["cpu_key_ratio"]) > 1.2
+    assert f"made the same loop {g['cpu_key_ratio']} times" in text
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
@@ -441,6 +460,10 @@ def test_loop_update_in_place(book):
     assert g["one_write_bytes"] == KV_TOY * HD_TOY * 4 == 128
     assert float(g["loop_step_ratio"]) > 0
     assert g["loop_copies"] == {50_000: 0, 200_000: 0}
+    # One layer's float32 keys for one prompt: 128 positions x 4 heads x 8 x 4 B.
+    assert g["cache_array_kib"] == f"{128 * KV_TOY * HD_TOY * 4 // 1024} KiB"
+    # At serving size: 8 key/value heads of 128, bf16, per token and layer.
+    assert number(g["big_write_bytes"]) == KV * HD * 2 == 2048
 
 
 def test_categorical_random_numbers(book):
