@@ -270,20 +270,8 @@ def test_top_k_order_smallest_and_axis(book):
     values, indices = g["top_k_order"]
     assert indices == order.tolist() == [1, 4, 3, 0, 2]
     assert values == scores[order].tolist()
-    # the k smallest: -x overflows for integers, ~x does not
-    keys = g["smallest_keys"]
-    int8 = np.array([5, -128, 3, 127, -3])
-    uint8 = np.array([5, 0, 3, 200, 1])
-    assert keys["int8 ~x"] == np.sort(int8)[:2].tolist()
-    assert keys["uint8 ~x"] == np.sort(uint8)[:2].tolist()
-    assert int8.min() not in keys["int8 -x"]
-    assert uint8.min() not in keys["uint8 -x"]
     shape, ops = g["top_k_axis"]
     assert shape == [2, 3] and ops == ["chlo.top_k", "stablehlo.transpose"]
-    assert g["top_k_programs"] == {
-        "top_k": [["chlo.top_k"], "a TopK custom call"],
-        "sort and slice": [["stablehlo.sort"], "a sort of the row"],
-    }
 
 
 def test_pallas_triton_flag_error_is_shown(book):
@@ -324,12 +312,9 @@ def test_nonzero_padding_and_the_three_argument_where(book):
     assert "The size argument of jnp.nonzero must be statically specified" in message
 
 
-def test_all_to_all_in_groups_and_vmap_inside_shard_map(book):
-    """jax-ml/jax#5861 (axis_index_groups) and #4141 (vmap inside the devices)."""
+def test_vmap_inside_shard_map(book):
+    """jax-ml/jax#4141 (vmap inside the devices)."""
     g = glued(book, "moe")
-    # Each grouping's output equals the transpose the asker expected (the claim
-    # compares them in the chapter; both groupings are recorded).
-    assert g["a2a_groups"] == {"[[0, 1], [2, 3]]": True, "[[0, 2], [1, 3]]": True}
     assert g["vmap_inside"] is True
 
 
@@ -446,12 +431,6 @@ def test_group_offset_is_implemented_on_no_platform(book):
         r.startswith("NotImplementedError: Unimplemented group_offset")
         for r in g["offset_lowering"].values()
     )
-
-
-def test_all_to_all_on_complex_arrays(book):
-    """jax-ml/jax#18122: two all_to_alls undo each other on complex arrays too (CPU)."""
-    g = glued(book, "moe")
-    assert g["a2a_complex"] == {"float32": [0.0, 0.0], "complex64": [0.0, 0.0]}
 
 
 def test_gradient_of_untiled_all_to_all_raises(book):
