@@ -469,3 +469,26 @@ def test_nonzero_of_a_constant(book):
     assert g["const_nonzero"] == np.nonzero(np.array([0, 1, 2]))[0].tolist()
     assert "ConcretizationTypeError" in raised(book)
     assert len([e for e in errors(book, "moe") if "jnp.nonzero(const)" in e.source]) == 1
+
+
+def test_group_offset_emulated_with_zero_groups(book):
+    """jax-ml/jax#34168 on a GPU: ragged_dot with zero-weight groups before and after
+    a device's own gives the full ragged_dot's rows of its groups, zeros elsewhere."""
+    assert glued(book, "moe")["offset_emulation"] < 1e-6
+
+
+def test_normalized_gates_through_the_expert_parallel_layer(book):
+    diffs = glued(book, "moe")["norm_ep_diffs"]
+    assert diffs["normalised, EP vs reference"] < 1e-5
+    assert diffs["normalised vs default"] > 1e-3
+
+
+def test_data_and_expert_mesh(book):
+    """A (data=2, expert=4) mesh: the reference's values and drops, all-to-alls in
+    groups of 4, and the experts' gradients all-reduced over data."""
+    g = glued(book, "moe")
+    assert all(d < 1e-5 for d in g["diffs_2d"].values())
+    assert g["dropped_2d"] == g["dropped_ep"] > 0
+    assert g["a2a_2d"] == [4, 4, 4, 4]
+    experts, d, f = 16 // 4, 64, 128  # a device's experts, model and hidden widths
+    assert g["expert_grad_reduce"] == f"{2 * experts * d * f * 4:,}"  # as glued
