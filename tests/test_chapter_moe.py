@@ -312,12 +312,6 @@ def test_nonzero_padding_and_the_three_argument_where(book):
     assert "The size argument of jnp.nonzero must be statically specified" in message
 
 
-def test_vmap_inside_shard_map(book):
-    """jax-ml/jax#4141 (vmap inside the devices)."""
-    g = glued(book, "moe")
-    assert g["vmap_inside"] is True
-
-
 def test_group_offset_is_refused_by_ragged_dot_and_taken_by_megablox(book):
     """jax-ml/jax#34168: ragged_dot refuses an array group_offset on this JAX; the
     TPU kernel megablox.gmm has the parameter."""
