@@ -486,3 +486,9 @@ def test_data_and_expert_mesh(book):
     assert g["a2a_2d"] == [4, 4, 4, 4]
     experts, d, f = 16 // 4, 64, 128  # a device's experts, model and hidden widths
     assert g["expert_grad_reduce"] == f"{2 * experts * d * f * 4:,}"  # as glued
+
+
+def test_bfloat16_router_changes_some_choices(book):
+    """A float32 router (Switch Transformer's selective precision): in bfloat16 the
+    same router sends some tokens to other experts."""
+    assert 0 < glued(book, "moe")["bf16_flipped"] < 1024 // 10
