@@ -148,7 +148,6 @@ def test_training(book):
         "output": [8, "P()", True],
     }
     # Checkpoint: restored, continued, identical; the bad inputs raised what the prose says.
-    assert g["spirals_saved"] == "spirals/100"
     assert g["resumed_same"] is True
     raised = errors(book, "training")
     assert [e.name for e in raised] == ["ValueError", "ValueError", "CheckpointError"], raised
@@ -267,3 +266,29 @@ def test_training_raw_units_are_the_first_sections_spirals(book):
     raw = np.asarray(x[:2000]) * 10.0 + 40.0
     assert g["raw_mean"] == f"{raw.mean():.0f}"
     assert g["raw_std"] == f"{raw.std(0).mean():.1f}"
+
+
+def test_training_checkpoint_manager_and_logging_late(book):
+    g = glued(book, "training")
+    text = " ".join(page_text(book, "training").split())
+    # CheckpointManager offered steps 1..100 with save_interval_steps=25: orbax saves
+    # the first step it is offered (no checkpoint yet), then every multiple of 25;
+    # max_to_keep=2 leaves the last two of those on disk.
+    saved = [1] + list(range(25, 101, 25))
+    assert g["ckpt_saved_at"] == saved
+    assert g["ckpt_kept"] == " and ".join(str(s) for s in saved[-2:])
+    assert g["ckpt_kept"] in text and g["ckpt_tmp"] in text
+    # Asynchronous save: as save(100) returned, step 100 was still its temporary
+    # folder, and step 50 (beyond max_to_keep) was not yet deleted.
+    on_return = g["ckpt_on_return"]
+    assert "100" not in on_return and {"50", "75"} <= set(on_return)
+    assert g["ckpt_tmp"] in on_return and g["ckpt_tmp"].startswith("100.")
+    assert "wait_until_finished()" in text
+    # The same checkpoint restored onto the 8-device mesh, replicated.
+    assert g["restored_dp"] == ["P()", 8]
+    # Logging one step late: 6 steps give 5 log lines inside the loop, each (bar at
+    # most one on a loaded machine) with the next step queued behind it.
+    late = re.fullmatch(r"(\d) of the 5", g["late_queued"])
+    assert late and int(late.group(1)) >= 4 and g["late_queued"] in text
+    # A schedule evaluated on the device waits for the step queued before it.
+    assert g["lr_waited"] is True
