@@ -80,6 +80,9 @@ def show_only(keys: Iterable[str] | None) -> None:
     Args:
         keys: the keys to print, or None for all.
 
+    Returns:
+        Nothing.
+
     Raises:
         TypeError: ``keys`` is a single str, or holds something that is not a str.
 
@@ -265,6 +268,12 @@ def checking(keys: Iterable[str]) -> Iterator[None]:
 
     Args:
         keys: the keys the block claims or glues, named in the line it prints.
+
+    Returns:
+        A context manager; the block runs inside it.
+
+    Raises:
+        TypeError: ``keys`` is a single str.
 
     Example:
         >>> with checking(["rows"]):
