@@ -108,3 +108,101 @@ def test_tiled_matmul_cost_refuses_tiles_that_do_not_divide():
         tiled_matmul_cost(2.5, 256, 256, 128, 128, 128)
     with pytest.raises(ValueError, match=r"tiled_matmul_cost\(buffers=0\)"):
         tiled_matmul_cost(256, 256, 256, 128, 128, 128, buffers=0)
+
+
+def test_error_summary_is_the_first_sentence_or_the_named_line():
+    from jaxguide.kernels import error_summary
+
+    assert error_summary(ValueError("Tiles must divide. Pass 128.")) == (
+        "ValueError: Tiles must divide"
+    )
+    # a callback's error: the original error's own line, found by its type's name
+    wrapped = RuntimeError("callback failed\nTraceback ...\nIndexError: row 9 of 8")
+    assert error_summary(wrapped, "IndexError") == "IndexError: row 9 of 8"
+    # no such line: the first sentence, as without kind
+    assert error_summary(wrapped, "KeyError") == "RuntimeError: callback failed"
+    assert error_summary(AssertionError()) == "AssertionError"
+    with pytest.raises(TypeError, match=r"error_summary\(error=...\): error must be an exception"):
+        error_summary("x")
+
+
+def test_attempt_returns_the_result_or_the_error():
+    from jaxguide.kernels import attempt
+
+    assert attempt(lambda: 2 + 2) == (True, 4)
+    assert attempt(lambda: [][1]) == (False, "IndexError: list index out of range")
+    with pytest.raises(TypeError, match=r"attempt\(f=...\): f must be a function"):
+        attempt(3)
+
+
+def _add_call(block=(8, 128), **params):
+    import jax
+    from jax.experimental import pallas as pl
+
+    def add(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    spec = pl.BlockSpec(block, lambda i, j: (i, j))
+    return pl.pallas_call(
+        add,
+        out_shape=jax.ShapeDtypeStruct((64, 512), jnp.float32),
+        grid=(-(-64 // block[0]), -(-512 // block[1])),
+        in_specs=[spec, spec],
+        out_specs=spec,
+        **params,
+    )
+
+
+def test_lower_for_a_tpu_reports_the_kernel_and_its_configuration():
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    from jaxguide.kernels import Lowering, lower_for
+
+    x = jnp.ones((64, 512), jnp.float32)
+    call = _add_call(
+        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=3 * 2**20),
+        cost_estimate=pl.CostEstimate(flops=7, transcendentals=0, bytes_accessed=11),
+    )
+    low = lower_for("tpu", call, x, x)
+    assert isinstance(low, Lowering) and low.lowered and low.error == ""
+    assert low.custom_calls == ("tpu_custom_call",)
+    assert str(low) == "custom call tpu_custom_call"
+    (config,) = low.tpu_configs
+    # the estimate and the scoped VMEM, as the lowering wrote them; the body left out
+    assert config["custom_call_config"]["cost_estimate"] == {
+        "flops": 7,
+        "transcendentals": 0,
+        "bytes_accessed": 11,
+        "remote_bytes_transferred": 0,
+    }
+    assert "body" not in config["custom_call_config"]
+    assert config["scoped_memory_configs"][0]["size"] == 3 * 2**20
+    # no vmem_limit_bytes: nothing written
+    (plain,) = lower_for("tpu", _add_call(), x, x).tpu_configs
+    assert "scoped_memory_configs" not in plain
+
+
+def test_lower_for_reports_a_refusal_and_warnings_without_raising():
+    from jaxguide.kernels import lower_for
+
+    x = jnp.ones((64, 512), jnp.float32)
+    refused = lower_for("tpu", _add_call((7, 100)), x, x)
+    assert not refused.lowered and refused.text == "" and refused.custom_calls == ()
+    assert refused.error.startswith("ValueError: The Pallas TPU lowering")
+    assert "divisible by 8 and 128" in str(refused)
+    # a pallas_call lowered for a GPU warns that Mosaic GPU wants plgpu.kernel
+    gpu = lower_for("cuda", _add_call(), x, x)
+    assert gpu.lowered and gpu.custom_calls[0].startswith("mosaic_gpu")
+    assert any("deprecated" in w for w in gpu.warnings)
+    # plain XLA operations: no custom call at all
+    assert str(lower_for("cuda", jnp.sin, x)) == "no custom call"
+
+
+def test_lower_for_checks_its_arguments():
+    from jaxguide.kernels import lower_for
+
+    with pytest.raises(ValueError, match=r"lower_for\(platform='gpu'\)"):
+        lower_for("gpu", jnp.sin, jnp.ones(3))
+    with pytest.raises(TypeError, match=r"lower_for\(f=...\): f must be a function"):
+        lower_for("tpu", 3, jnp.ones(3))

@@ -1,6 +1,6 @@
-"""Checking hand-written kernels, and the arithmetic of tiling them.
+"""Checking hand-written kernels, lowering them for hardware, and tiling arithmetic.
 
-Two things a reader writing a Pallas kernel reuses:
+What a reader writing a Pallas kernel reuses:
 
 * :func:`check_kernel` runs a kernel and its plain-JAX reference on random arguments of
   several shapes and reports the worst error against a stated tolerance, per shape.
@@ -8,6 +8,10 @@ Two things a reader writing a Pallas kernel reuses:
   ``(m, k) @ (k, n)`` with ``(bm, bk) x (bk, bn)`` tiles costs: its FLOPs, the bytes it
   moves between main memory (HBM) and the chip, the on-chip bytes its tiles hold, and
   the arithmetic intensity (FLOPs per byte moved) that results.
+* :func:`lower_for` lowers a function for a TPU or GPU on any machine (a CPU included)
+  and reports what came out: the kernels' custom calls and their configuration, or the
+  compiler's refusal in one line, and the warnings raised on the way.
+* :func:`error_summary` and :func:`attempt` turn an error into one readable line.
 
 Example:
     >>> import jax.numpy as jnp
@@ -26,13 +30,26 @@ Example:
 
 from __future__ import annotations
 
+import json
+import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jaxguide import _checks
 
-__all__ = ["CaseResult", "KernelCheck", "TileCost", "check_kernel", "tiled_matmul_cost"]
+__all__ = [
+    "CaseResult",
+    "KernelCheck",
+    "Lowering",
+    "TileCost",
+    "attempt",
+    "check_kernel",
+    "error_summary",
+    "lower_for",
+    "tiled_matmul_cost",
+]
 
 
 @dataclass(frozen=True)
@@ -319,3 +336,142 @@ def tiled_matmul_cost(
         onchip_bytes=bufs * (inputs + output) + acc,
         intensity=flops / hbm,
     )
+
+
+def error_summary(error: BaseException, kind: str | None = None) -> str:
+    """An error in one line: ``"TypeName: the first sentence of its message"``.
+
+    An error raised inside a TPU interpreter callback carries the original error's own
+    line (``"IndexError: Out-of-bounds read ..."``) deep inside a longer message: with
+    ``kind``, the first line of the message that starts with ``kind`` is returned
+    instead, when there is one.
+
+    Example:
+        >>> error_summary(ValueError("Tiles must divide. Pass 128."))
+        'ValueError: Tiles must divide'
+        >>> error_summary(RuntimeError("callback failed\\nIndexError: row 9 of 8"), "IndexError")
+        'IndexError: row 9 of 8'
+    """
+    _checks.instance("error_summary", "error", error, BaseException, what="an exception")
+    text = str(error)
+    if kind is not None:
+        line = next((ln for ln in text.splitlines() if ln.startswith(kind)), None)
+        if line is not None:
+            return line
+    first = (text.splitlines() or [""])[0].split(". ")[0]
+    return f"{type(error).__name__}: {first}".rstrip(": ")
+
+
+def attempt(f: Callable[[], Any]) -> tuple[bool, Any]:
+    """Call ``f()``: ``(True, its result)``, or ``(False, error_summary(the error))``.
+
+    Example:
+        >>> attempt(lambda: 1 + 1)
+        (True, 2)
+        >>> attempt(lambda: 1 / 0)
+        (False, 'ZeroDivisionError: division by zero')
+    """
+    _checks.function("attempt", "f", f, what="a function of no arguments")
+    try:
+        return True, f()
+    except Exception as e:  # noqa: BLE001 - reported, not swallowed
+        return False, error_summary(e)
+
+
+def _mlir_string(escaped: str) -> str:
+    """An MLIR string attribute's text: ``\\22`` is a quote, ``\\0A`` a newline."""
+    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m[1], 16)), escaped)
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """What :func:`lower_for` got: a lowered program's text, or the refusal.
+
+    Attributes:
+        platform: the platform lowered for (``"tpu"``, ``"cuda"``, ...).
+        text: the lowered program (StableHLO) as text; ``""`` when it was refused.
+        error: the refusal in one line (:func:`error_summary`); ``""`` when it lowered.
+        warnings: the first sentence of each warning raised while tracing and lowering.
+    """
+
+    platform: str
+    text: str
+    error: str
+    warnings: tuple[str, ...]
+
+    @property
+    def lowered(self) -> bool:
+        """Whether the function lowered for the platform."""
+        return not self.error
+
+    @property
+    def custom_calls(self) -> tuple[str, ...]:
+        """The targets of the program's custom calls (its compiled kernels), sorted."""
+        return tuple(sorted(set(re.findall(r"custom_call @([\w$.]+)", self.text))))
+
+    @property
+    def tpu_configs(self) -> tuple[dict[str, Any], ...]:
+        """The backend configuration of each ``tpu_custom_call``, as a dict.
+
+        The kernel's serialised Mosaic module (``custom_call_config["body"]``) is left
+        out; what remains is what the lowering wrote beside it, e.g. the kernel's
+        ``cost_estimate`` and, when ``vmem_limit_bytes`` is set, its
+        ``scoped_memory_configs``.
+        """
+        configs = []
+        for call in re.finditer(r"custom_call @tpu_custom_call\(.*", self.text):
+            found = re.search(r'backend_config = "((?:[^"\\]|\\.)*)"', call[0])
+            if found:
+                config = json.loads(_mlir_string(found[1]))
+                config.get("custom_call_config", {}).pop("body", None)
+                configs.append(config)
+        return tuple(configs)
+
+    def __str__(self) -> str:
+        if self.error:
+            return self.error
+        calls = self.custom_calls
+        return "custom call " + ", ".join(calls) if calls else "no custom call"
+
+
+def lower_for(platform: str, f: Callable[..., Any], *args: Any) -> Lowering:
+    """Lower ``jax.jit(f)(*args)`` for ``platform`` on this machine; never raises.
+
+    Lowering runs Pallas's lowering for the target (to Mosaic for ``"tpu"``, to Mosaic
+    GPU or Triton for ``"cuda"``), which checks many of the hardware's rules, without a
+    TPU or GPU at hand. It neither compiles nor runs the program: what the device's
+    compiler would refuse later (a kernel that overflows on-chip memory) is not seen.
+
+    Args:
+        platform: ``"tpu"``, ``"cuda"``, ``"rocm"`` or ``"cpu"``.
+        f: a function of arrays (a ``pallas_call``, or a function calling one).
+        *args: its arguments: arrays or ``jax.ShapeDtypeStruct``.
+
+    Returns:
+        A :class:`Lowering`: its ``text`` and ``custom_calls``, or its ``error``, and
+        the ``warnings``; printed, the custom calls or the error in one line.
+
+    Raises:
+        TypeError: ``f`` is not callable.
+        ValueError: ``platform`` is not one of the four.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> str(lower_for("tpu", jnp.sin, jnp.ones(3)))
+        'no custom call'
+    """
+    fn = "lower_for"
+    _checks.one_of(fn, "platform", platform, ("tpu", "cuda", "rocm", "cpu"))
+    _checks.function(fn, "f", f, what="a function of arrays")
+    import jax
+
+    text, error = "", ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            traced = jax.jit(f).trace(*args)
+            text = traced.lower(lowering_platforms=(platform,)).as_text()
+        except Exception as e:  # noqa: BLE001 - the refusal is the result
+            error = error_summary(e)
+    said = tuple(dict.fromkeys(str(w.message).split(". ")[0] for w in caught))
+    return Lowering(platform=platform, text=text, error=error, warnings=said)
