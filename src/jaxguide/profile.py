@@ -164,7 +164,7 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
                 thread=int(e.get("tid", 0)),
                 hlo_op=args.get("hlo_op"),
                 hlo_module=args.get("hlo_module"),
-                device=int(ordinal) if str(ordinal).isdigit() else None,
+                device=int(str(ordinal)) if str(ordinal).isdigit() else None,
             )
         )
     return sorted(events, key=lambda e: e.start_us)
