@@ -346,6 +346,17 @@ def error_summary(error: BaseException, kind: str | None = None) -> str:
     ``kind``, the first line of the message that starts with ``kind`` is returned
     instead, when there is one.
 
+    Args:
+        error: the exception.
+        kind: an exception's name (``"IndexError"``) to look for among the message's
+            lines, or None.
+
+    Returns:
+        The one line, as a str.
+
+    Raises:
+        TypeError: ``error`` is not an exception.
+
     Example:
         >>> error_summary(ValueError("Tiles must divide. Pass 128."))
         'ValueError: Tiles must divide'
@@ -364,6 +375,15 @@ def error_summary(error: BaseException, kind: str | None = None) -> str:
 
 def attempt(f: Callable[[], Any]) -> tuple[bool, Any]:
     """Call ``f()``: ``(True, its result)``, or ``(False, error_summary(the error))``.
+
+    Args:
+        f: a function of no arguments.
+
+    Returns:
+        ``(True, f())``, or ``(False, "TypeName: first sentence")`` if it raised.
+
+    Raises:
+        TypeError: ``f`` is not callable.
 
     Example:
         >>> attempt(lambda: 1 + 1)
