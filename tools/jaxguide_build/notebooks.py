@@ -21,8 +21,12 @@ The notebooks are never edited by hand. Each is the chapter read with jupytext, 
   the value's name and a pointer to the cell that prints it (outside the build,
   ``jaxguide.glue`` and ``jaxguide.claim`` print what they store). A construct it does
   not know stops it with an error;
+* a second cell, folded, that keeps the hidden checks quiet but for the values the
+  prose quotes (``jaxguide.page.show_only``: :func:`quiet_cell`);
 * the page's hidden cells (checks, glued values, the code of a figure shown alone)
-  collapsed behind a Colab form title: their output shows, their code on a click;
+  collapsed behind a Colab form title: their output shows, their code on a click; a
+  hidden check cell runs inside ``jaxguide.page.checking`` (:func:`guarded`), so an
+  error on the reader's JAX says what was not computed and the notebook carries on;
 * no outputs, no jupytext front matter, and cell ids derived from the position, so
   that regenerating an unchanged chapter gives a byte-identical file.
 
