@@ -73,6 +73,27 @@ def test_chapter_question_lists_are_in_the_bank(entries):
             assert bank[url].answered, f"{chapter} links {url}, which the bank marks not yet"
 
 
+def test_listed_notes_are_true(entries):
+    """An entry whose note says the chapter lists it is linked in that chapter's own
+    "Questions readers ask" (a note is prose a reader sees, so it must stay true)."""
+    homes = {
+        label: path
+        for path in (ROOT / "book").glob("*.md")
+        for label in TARGET.findall(path.read_text())
+    }
+    wrong = []
+    for e in entries:
+        if "Listed in the chapter's own questions" not in (e.note or ""):
+            continue
+        text = homes[e.answer].read_text() if e.answer in homes else ""
+        start = text.find("## Questions readers ask")
+        end = text.find("\n## ", start + 5)
+        section = text[start:end] if start >= 0 and end > 0 else text[start:] if start >= 0 else ""
+        if f"]({e.thread})" not in section:
+            wrong.append(e.thread)
+    assert wrong == []
+
+
 def test_page_lists_only_answered_entries(entries):
     page = make_questions.PAGE.read_text()
     listed = set(re.findall(r"^- .*\]\((https://github\.com/[^)\s]+)\)\)$", page, re.M))
