@@ -5,8 +5,8 @@ compilers refuse) are the ones the prose describes."""
 
 from __future__ import annotations
 
+import json
 import math
-import re
 from pathlib import Path
 
 import jax
@@ -172,6 +172,11 @@ def test_retired_digressions_are_gone(g, text):
     # interpreter's cost_analysis given without saying it counts one grid step
     retired += ("v7x_cores", "v7x_two_cores", "two_core_blocks", "bf16_worst_rel")
     retired += ("vmem_doc", "flash_cost_interpreted")
+    # detours cut for length: vmap, scalar prefetch, the debug switches, GPU attention
+    # lowered, megablox run, the interpreter's cost_analysis, fused speed rows
+    retired += ("vmap_grid", "sparse_aliased", "debug_assert", "cudnn_here", "gmm_error")
+    retired += ("interpret_cost_steps", "speed_fused_ratio", "num_programs_tracer")
+    retired += ("ragged_unmasked", "ragged_masked", "oob_uninit_nans")
     for key in retired:
         assert key not in g
     # the docstring's flag is named once, as the docstring names it (vmem_doc_flag)
@@ -289,55 +294,15 @@ def test_vmem_limit_and_the_gpu_api_f32(g):
     assert g["gpu_matmul_interpret"] == "copy_gmem_to_smem"
 
 
-def test_partial_blocks_and_debugging(g):
-    # 1000 rows in blocks of 128: the padding of the last block is NaN in both interpreters
-    assert g["ragged_unmasked"] == "128 under interpret=True, 128 under TPU interpreter"
-    assert g["ragged_masked"] == "2 of 2 cases pass"
-    # sqrt of -0 .. -2047: all but -0 are NaN, with no check made by the interpreter
-    assert g["debug_nan_out"] == 16 * 128 - 1
-    # debug=True's Mosaic program: the check as an assert with the kernel's message,
-    # the poison as float32's quiet NaN (bits 0x7FC00000) stored into the scratch
-    # (the cell's pattern finds it as 0x7FC00000, float32's quiet NaN)
-    assert g["debug_assert"] == '"a negative input"'
-    nan_bits = f"0x{np.float32(np.nan).view(np.uint32):08X}"
-    assert nan_bits == "0x7FC00000"
-    # the poison: a NaN vector the shape of the (8, 128) scratch buffer
-    assert g["debug_poison"] == "8 x 128"
-
-
-def test_debug_true_named(text):
-    assert "pallas_call(..., debug=True)" in text
-
-
-def test_shipped_kernel_scalar_prefetch_and_aliases(g, text):
+def test_shipped_kernels(g, text):
     assert "splash attention" in text
     # JAX's TPU flash and splash attention and the Triton one agree with jax.nn's
     assert all(float(e) < 1e-5 for e in g["shipped_errors"].split(", "))
-    assert num(g, "gmm_error") < 1e-4
-    # jax.nn.dot_product_attention's default is XLA's own program, on a GPU too: its
-    # source routes implementation=None to the XLA path
-    import inspect
-
-    src = inspect.getsource(jax.nn.dot_product_attention)
-    default = src.split("case None:")[1].split("case _:")[0]
-    assert "_dot_product_attention_xla(" in default and "cudnn" not in default.lower()
-    assert g["sdpa_default_gpu"] == "no custom call"
-    assert g["triton_gpu"] == "__gpu$xla.gpu.triton"
-    assert g["cudnn_here"].startswith("RuntimeError: cuDNN")
-    # the Mosaic GPU attention asserts CUDA's version while tracing
-    from jax.experimental.pallas.ops.gpu import attention_mgpu
-
-    assert "assert cuda_versions is not None" in inspect.getsource(attention_mgpu)
-    assert g["mgpu_here"] == "AssertionError"
     # of JAX's shipped kernels, those whose pallas_calls pass a cost_estimate
     ops = Path(jax.__file__).parent / "experimental/pallas/ops"
     with_estimate = sorted(f.stem for f in ops.rglob("*.py") if "cost_estimate" in f.read_text())
     assert with_estimate == ["flash_attention", "gmm"]
     assert g["ops_with_cost_estimate"] == "flash_attention and gmm"
-    # blocks 3, 0 and 4 of 5 get + 1; aliased, blocks 1 and 2 keep the input's 0
-    assert g["sparse_aliased"] == "1, 0, 0, 1, 1"
-    # not aliased, blocks 1 and 2 are fresh memory, never written: NaN
-    assert g["sparse_unaliased"] == "1, NaN, NaN, 1, 1"
 
 
 def test_out_of_bounds_and_unwritten_memory(g):
@@ -348,7 +313,6 @@ def test_out_of_bounds_and_unwritten_memory(g):
     assert g["bounds_default"].startswith("disable_bounds_checks=False")
     # interpret=True clamps the start 12 to 16 - 8 = 8: rows 8..15
     assert g["oob_clamped"] == f"{16 - 8} to {16 - 1}"
-    assert g["oob_uninit_nans"] == 4  # rows 16..19 do not exist
     assert g["unwritten_int"] == (
         f"{-(2**31)} under interpret=True, {2**31 - 1} under the TPU interpreter"
     )
@@ -444,23 +408,14 @@ def test_num_programs_per_grid(g):
     """jax#40847, the thread's own check (grids 2, 5, 3, 4): on this JAX each call of one
     kernel function sees its own grid's size, because Pallas traces every kernel with the
     uncached tracer; the thread finds the cached one, and the bug, from 0.11.0."""
-    import inspect
-
-    from jax._src.pallas import pallas_call
-
     assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3, 4))
-    source = inspect.getsource(pallas_call._trace_kernel_to_jaxpr)
-    assert "pe.trace_to_jaxpr_dynamic(" in source and "pe.trace_to_jaxpr(" not in source
-    assert g["num_programs_tracer"] == "pe.trace_to_jaxpr_dynamic"
 
 
-def test_figures_vmap_and_races(g, book):
-    # two figures, each with alt text that describes it
+def test_figures_and_races(g, book):
+    # one figure (the two copy schedules), with alt text that describes it
     imgs = images(book, CHAPTER)
-    assert len(imgs) == 2
+    assert len(imgs) == 1
     assert all(len(img.get("alt", "")) > 100 for img in imgs)
-    # vmap over a batch of 3 puts 3 in front of the kernel's grid (4, 2)
-    assert g["vmap_grid"] == (3, 4, 2) or g["vmap_grid"] == [3, 4, 2]
     # 4 early reads, the 2-entry clock pairs copies (0, 1) and (2, 3)
     assert g["race_default_copies"] == "0 and 2"
     assert g["race_reports_default"] == 2
@@ -494,16 +449,6 @@ def test_flash_cost_estimate_by_hand(g):
     assert int(plain.replace(",", "")) > 4 * B * N * T * T * H
 
 
-def test_interpreter_cost_analysis_counts_one_grid_step(g):
-    # (128, 256) @ (256, 64): with 32-tiles, 64 steps of a 32^3 block product (and the
-    # tile's zeroing and adding); with one step, the whole product
-    many, one = re.fullmatch(
-        r"([\d,]+) FLOPs for 64 steps, ([\d,]+) for 1", g["interpret_cost_steps"]
-    ).groups()
-    assert int(one.replace(",", "")) == 2 * 128 * 64 * 256
-    assert 2 * 32**3 <= int(many.replace(",", "")) < 1.1 * 2 * 32**3
-
-
 def test_speed_floors_by_hand(g, text):
     """The speed table's verdicts, counted here from hardware's figures: flash attention
     reads K and V once per query block, so its intensity is block_q T / (T + block_q)."""
@@ -523,10 +468,7 @@ def test_speed_floors_by_hand(g, text):
         floors.append(1e6 * max(flops / h100.flops("bf16"), moved / h100.hbm_bandwidth))
     assert intensities == [126, 482]
     assert g["speed_flash_intensity"] == "126 and 482"
-    # matmul + bias + GELU at k = 256, bf16, tiles 512: C written and read back twice
-    n, k, b = 8192, 256, 512
-    fused = BF16 * (n * k * (n // b) + k * n * (n // b) + n * n)
-    assert g["speed_fused_ratio"] == f"{(fused + 2 * BF16 * n * n) / fused:.1f}" == "2.0"
+    n, b = 8192, 512
     # 8192^3 with tiles of 512: A and B read 16 times each; compute-bound on a v5e
     moved = BF16 * (2 * n * n * (n // b) + n * n)
     assert g["speed_matmul512"] == f"bound by {bound(2 * n**3, moved, v5e)}" == "bound by FLOPs"
@@ -535,25 +477,26 @@ def test_speed_floors_by_hand(g, text):
     t_mm = 1e6 * max(2 * n**3 / h100.flops("bf16"), mm128 / h100.hbm_bandwidth)
     assert bound(2 * n**3, mm128, h100) == "bytes"
     assert g["speed_h100"] == f"{t_mm:.0f} µs and {floors[0]:.0f} µs, both bound by bytes"
-    # at k = 8192 the two passes over C are a small share of the tiles-512 matmul's bytes
-    assert g["speed_fused_big"] == f"{2 * BF16 * n * n / (moved + 2 * BF16 * n * n):.0%}"
-    for key in ("speed_flash_intensity", "speed_fused_ratio", "speed_matmul512", "speed_h100"):
+    for key in ("speed_flash_intensity", "speed_matmul512", "speed_h100"):
         assert str(g[key]) in text, key
 
 
-def test_measured_h100_fractions_cited_as_in_the_report(text):
-    """The prose cites the H100 runs of bench/reports as ranges; they are the report's."""
-    report = (Path(__file__).parents[1] / "bench/reports/h100-2026-11-26.md").read_text()
-    rows = {
-        what: [int(m) for m in re.findall(rf"\| {what} \(.*?\|.*?\|.*?\| (\d+)% \|", report)]
-        for what in ("matmul", "copy")
-    }
-    assert len(rows["matmul"]) == len(rows["copy"]) >= 5
-    low, high = min(rows["matmul"]), max(rows["matmul"])
-    assert f"at {low}% to {high}% of the H100" in text  # ’ typeset
-    low, high = min(rows["copy"]), max(rows["copy"])
-    assert f"a 1 GiB copy at {low}% to {high}% of its HBM bandwidth" in text
-    assert "8192×8192 bfloat16" in report and "1024 MiB read + written" in report
+def test_measured_h100_fractions_from_the_runs_data(g, text):
+    """The H100 runs' rates live in one file beside their report; the page glues the
+    fractions of the published peaks (H100 SXM: 9.89e14 FLOP/s, 3.35e12 bytes/s)."""
+    runs = json.loads(
+        (Path(__file__).parents[1] / "bench/reports/h100-2026-11-26.json").read_text()
+    )
+    assert runs["chip"] == "H100 SXM" and len(runs["runs"]) >= 5
+    for key, rate, peak in [
+        ("h100_matmul_share", "matmul_flop_per_s", 9.89e14),
+        ("h100_copy_share", "copy_bytes_per_s", 3.35e12),
+    ]:
+        shares = [r[rate] / peak for r in runs["runs"]]
+        assert g[key] == f"{min(shares):.0%} to {max(shares):.0%}"
+        assert g[key] in text
+    assert (g["h100_matmul_share"], g["h100_copy_share"]) == ("70% to 78%", "63% to 74%")
+    assert g["h100_runs"] == f"{len(runs['runs'])} runs" and g["h100_jax"] == runs["jax"]
 
 
 def test_flash_attention_inside_shard_map(g, text):
