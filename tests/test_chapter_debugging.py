@@ -64,6 +64,7 @@ def test_errors_are_the_ones_the_prose_names(book):
         "KeyReuseError",
         "UnexpectedTracerError",
         "UserWarning",
+        "JaxRuntimeError",
     ]
     # The NaN checker names the primitive that made the NaN: sqrt forward, mul in
     # the backward pass of the where-guarded sqrt.
@@ -74,6 +75,8 @@ def test_errors_are_the_ones_the_prose_names(book):
     assert "A function transformed by JAX had a side effect" in raised[4].message
     # The unusable donation, turned into an error by a warnings filter.
     assert raised[5].message.startswith("Some donated buffers were not usable: float32[512,512]")
+    # One array passed twice, once donated (jax#9635): refused, no longer a hang.
+    assert "previously donated" in raised[6].message
 
 
 def test_nan_checker_under_jit_sees_outputs_only(book):
@@ -317,3 +320,27 @@ def test_remat_saves_memory(book):
     # In a scan, the checkpoint recomputes the forward matmul (one more than without).
     # The prose counts 1 forward + 2 gradient matmuls per layer, + 1 recomputed.
     assert g["scan_dots_remat"] == g["scan_dots_plain"] + 1
+
+
+def test_cost_analysis_before_and_after_optimization(book):
+    """jax#13956: the lowered program counts x @ w twice, the compiled one once (plus
+    the 64 x 64 sum either way)."""
+    g = glued(book, "debugging")
+
+    def whole(value):  # a glued '1,234' may read back as the tuple (1, 234)
+        if isinstance(value, tuple):
+            return int(str(value[0]) + "".join(f"{x:03d}" for x in value[1:]))
+        return int(str(value).replace(",", ""))
+
+    assert whole(g["flops_lowered"]) == 2 * (2 * 64**3) + 64**2
+    assert whole(g["flops_compiled"]) == 2 * 64**3 + 64**2
+
+
+def test_loop_update_in_place(book):
+    """jax-ml/jax#40101: on this jaxlib the one-value update in a fori_loop is done in
+    place; the time per step does not grow with the loop's length."""
+    g = glued(book, "debugging")
+    version = tuple(int(p) for p in str(g["loop_jax"]).split(".")[:3])
+    assert version < (0, 11, 1)  # before the regression the thread reports
+    assert float(g["loop_step_ratio"]) > 0
+    assert g["loop_copies"] == {50_000: 0, 200_000: 0}

@@ -125,13 +125,11 @@ def test_cache_equals_recomputation(book):
 
 def test_errors_shown(book):
     raised = errors(book, CHAPTER)
-    assert [e.name for e in raised] == ["JaxRuntimeError", "ValueError"]
-    # One array passed twice, once donated (jax#9635): refused, no longer a hang.
-    assert "previously donated" in raised[0].message
+    assert [e.name for e in raised] == ["ValueError"]
     # Flax's cache takes one token per call (flax#1317): a 9-token prompt is refused,
     # its keys (batch 1, 9 tokens, 4 key/value heads of 8) against one token's.
-    assert "Autoregressive cache shape error" in raised[1].message
-    assert "(1, 9, 4, 8)" in raised[1].message
+    assert "Autoregressive cache shape error" in raised[0].message
+    assert "(1, 9, 4, 8)" in raised[0].message
 
 
 def test_donation_aliases_the_whole_cache(book):
@@ -159,7 +157,6 @@ def test_prefill_buckets(book):
     # Powers of two from 16: the smallest that holds each prompt.
     buckets = {max(16, 1 << (n - 1).bit_length()) for n in lengths}
     assert g["prefill_bucket_compiles"] == len(buckets) == 2
-    assert number(g["bucket_diff"]) < 1e-4
 
 
 def test_ragged_prompts_and_end_token(book):
@@ -216,10 +213,6 @@ def test_intensity_and_the_compiled_check(book):
     # matrix weight of the toy model (d 64, MLP 256, 2 layers, 45 characters).
     toy_kernels = 2 * (2 * 64 * 64 + 2 * 64 * 32 + 2 * 64 * 256) + 64 * 45
     assert number(g["toy_flops"]) >= 2 * toy_kernels
-    # jax#13956: the lowered program counts x @ w twice, the compiled one once (plus
-    # the 64 x 64 sum either way).
-    assert number(g["flops_lowered"]) == 2 * (2 * 64**3) + 64**2
-    assert number(g["flops_compiled"]) == 2 * 64**3 + 64**2
     assert g["bf16_widened"] > 2 * sizes(2)[0]  # temporaries above the bf16 weights
     # cost_analysis against the hand count: FLOPs within 1%, bytes at batch 1 too,
     # and from batch 16 the whole float32 token table more.
@@ -406,72 +399,25 @@ def test_row_positions(book):
     assert number(g["row_total"]) == sum(range(1, 4 * 8 + 1))
 
 
-def test_int8_attention_scores(book):
-    """aqt#514: int8 query-key scores with a scale per query and key vector, checked
-    against the same quantization in NumPy; the dot's FLOPs by hand; the quantizing's
-    cost as the page's table prints it."""
+def test_sharded_latency(book):
+    """The 32-layer model split over heads on 1, 4 and 8 TPU v5e chips, batch 1 with
+    1,024 cached tokens: each chip's share of the step, by hand, plus two ring
+    all-reduces per layer of one token's bf16 activations at 1 us per hop."""
     g = glued(book, CHAPTER)
-    b, s, n, h = 1, 32, 2, 16
-    rng = np.random.default_rng(0)  # the page's draws, in the page's order
-    k = rng.standard_normal((b, s, n, h)).astype(np.float32)
-    queries = [rng.standard_normal((b, t, n, h)).astype(np.float32) for t in (s, 1)]
+    peak, hbm, link = 1.97e14, 8.1e11, 4.5e10  # TPU v5e, typed here
+    ms = {}
+    for n in (1, 4, 8):
+        compute = step_time(1, 1024, peak, hbm) / n
+        comm = 2 * 32 * 2 * (n - 1) * (1e-6 + 2 * D / n / link)
+        ms[n] = 1e3 * (compute + comm)
+    assert g["tp_ms"] == {n: round(v, 2) for n, v in ms.items()}
+    assert number(g["tp_ms_1"]) == pytest.approx(ms[1], abs=0.05)
+    assert number(g["tp_ms_8"]) == pytest.approx(ms[8], abs=0.05)
+    assert number(g["tp_speedup"]) == pytest.approx(ms[1] / ms[8], abs=0.05)
+    comm8 = 1e3 * 2 * 32 * 14 * (1e-6 + 2 * D / 8 / link)
+    assert g["tp_comm_ms_8"] == f"{comm8:.2f}"
+    assert number(g["tp_comm_share"]) == pytest.approx(comm8 / ms[8], abs=0.005)
+    assert g["tp_hops_8"] == 14 and g["tp_allreduces"] == 64
+    from jaxguide.compiled import format_bytes
 
-    def quantize(x):
-        scale = np.abs(x).max(axis=-1, keepdims=True) / np.float32(127)
-        return np.round(x / scale), scale
-
-    worst = 0.0
-    for q in queries:
-        exact = np.einsum("btnh,bsnh->bnts", q, k)
-        (q8, sq), (k8, sk) = quantize(q), quantize(k)
-        approx = np.einsum("btnh,bsnh->bnts", q8, k8)
-        approx = approx * sq.transpose(0, 2, 1, 3) * sk.transpose(0, 2, 3, 1)
-        worst = max(worst, np.abs(approx - exact).max() / np.abs(exact).max())
-    assert number(g["qk_err"]) == pytest.approx(worst, abs=0.0006)
-    rows = {}
-    for key, (f, by) in g["qk_table"].items():
-        t, name = key.split(", ", 1)
-        rows[int(t), name] = (f, by)
-    assert len(rows) == 5
-    # The float32 programs do the dot alone: 2 T S N H FLOPs.
-    assert rows[s, "float32"][0] == 2 * s * s * n * h
-    assert rows[1, "float32"][0] == 2 * 1 * s * n * h
-    per_call, stored = rows[1, "int8, q and k per call"], rows[1, "int8, k stored as int8"]
-    ratio = per_call[0] / rows[1, "float32"][0]
-    assert number(g["qk_decode_flops"]) == pytest.approx(ratio, abs=0.05) and ratio > 2
-    train = rows[s, "int8, q and k per call"]
-    assert number(g["qk_train_flops"]) == pytest.approx(train[0] / rows[s, "float32"][0], abs=0.005)
-    assert number(g["qk_train_bytes"]) == pytest.approx(train[1] / rows[s, "float32"][1], abs=0.005)
-    assert stored[1] < rows[1, "float32"][1] < per_call[1]
-    assert rows[1, "float32"][0] < stored[0] < per_call[0]
-    fusion_ops = "\n".join(g["qk_fusion_ops"])
-    for ops in ("abs, reduce", "round-nearest-even, convert", "convert, multiply"):
-        assert ops in fusion_ops, ops
-
-
-def test_loop_update_in_place(book):
-    """jax-ml/jax#40101: on this jaxlib the one-value update in a fori_loop is done in
-    place; the time per step does not grow with the loop's length."""
-    g = glued(book, CHAPTER)
-    version = tuple(int(p) for p in str(g["loop_jax"]).split(".")[:3])
-    assert version < (0, 11, 1)  # before the regression the thread reports
-    # generate_batch's keys written per step: rows x 4 key/value heads x 8 x float32.
-    assert g["batch_write_bytes"] == 4 * KV_TOY * HD_TOY * 4 == 512
-    assert g["one_write_bytes"] == KV_TOY * HD_TOY * 4 == 128
-    assert float(g["loop_step_ratio"]) > 0
-    assert g["loop_copies"] == {50_000: 0, 200_000: 0}
-    # One layer's float32 keys for one prompt: 128 positions x 4 heads x 8 x 4 B.
-    assert g["cache_array_kib"] == f"{128 * KV_TOY * HD_TOY * 4 // 1024} KiB"
-    # At serving size: 8 key/value heads of 128, bf16, per token and layer.
-    assert number(g["big_write_bytes"]) == KV * HD * 2 == 2048
-
-
-def test_categorical_random_numbers(book):
-    """jax-ml/jax#5246: categorical generates categories x draws random numbers,
-    choice with p one per draw."""
-    g = glued(book, CHAPTER)
-    assert g["thread_gumbel_numbers"] == f"{2**30 * 10**5:,}"
-    assert g["thread_gumbel_tb"] == f"{2**30 * 10**5 * 4 / 1e12:.0f} TB"
-    # categorical: categories x draws; choice with p: one per draw (the claim also
-    # checks that the first takes an argmax, the second a cumsum).
-    assert g["draw_cost"] == {"gumbel_draws": 2**30 * 10**5, "cdf_draws": 10**5}
+    assert g["tp_message"] == format_bytes(2 * D)  # one token's bf16 activations

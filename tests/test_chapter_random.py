@@ -330,3 +330,11 @@ def test_random_rbg_sharding(g):
     assert (
         "No such compile option: 'xla_tpu_spmd_rng_bit_generator_unsafe'" in g["tpu_flag_refused"]
     )
+
+
+def test_random_categorical_random_numbers(g):
+    """jax-ml/jax#5246: categorical generates categories x draws random numbers,
+    choice with p one per draw."""
+    assert g["thread_gumbel_numbers"] == f"{2**30 * 10**5:,}"
+    assert g["thread_gumbel_tb"] == f"{2**30 * 10**5 * 4 / 1e12:.0f} TB"
+    assert g["draw_cost"] == {"gumbel_draws": 2**30 * 10**5, "cdf_draws": 10**5}
