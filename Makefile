@@ -1,6 +1,6 @@
 # jaxguide, on a fresh machine with Python 3.11, pip and make:
-#   make unit   start here: the package's unit tests and doctests and the tools' own tests,
-#               without building the book or opening Chromium (30 to 90 s, by machine)
+#   make unit   start here: the unit tests and doctests of the package and of the tools,
+#               without building the book or opening Chromium (about a minute: CONTRIBUTING.md)
 #   make book   build the HTML book into _build/html (executes every chapter)
 #   make test   the full check (what .ci/run runs): lint and type check (as make lint),
 #               every test, a strict build of the whole book, the site in headless Chromium
@@ -70,7 +70,7 @@ unit: env
 	env $$cache_env $(VENV)/bin/python -m pytest -m "not book and not browser and not builds" -q -n auto --dist worksteal
 
 # ruff (lint and format check) over the Python sources, mypy over the package, the
-# build tooling in tools/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).
+# build tooling in tools/, bench/ and the tests' infrastructure (pyproject.toml, [tool.mypy]).
 lint: ruff
 	$(VENV)/bin/mypy
 

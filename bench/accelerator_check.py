@@ -21,7 +21,7 @@ chapter. The report (Markdown) has:
   against the chip's links;
 * per chapter: its status and time, the claims that did not hold, and the cells whose
   outputs differ from the book's CPU build (``_build/jupyter_execute/<chapter>.ipynb``),
-  found with ``tests/bookcheck.py``'s ``output_differences``.
+  found with ``jaxguide_build.outputs.output_differences``.
 
 ``--smoke`` runs one small chapter (``migration``) and the measurements at CPU sizes, and
 writes the report: what the tests run. ``--root`` points at another checkout of the book
@@ -38,7 +38,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxguide.page import failed_claims
+from jaxguide.page import STRICT_ENV, failed_claims
 from jaxguide_build import notebook_runs, notebooks  # tools/: the editable install's path
 from jaxguide_build.environment import ROOT
 from jaxguide_build.outputs import output_differences, printed  # what a reader sees
@@ -150,7 +150,7 @@ def run_chapters(
                 root / "book",
                 timeout=int(timeout),
             )
-            runs.append(notebook_runs.Run(name, command, notebook_runs.code_bytes(nb)))
+            runs.append(notebook_runs.Run(name, command, notebook_runs.ipynb_code_bytes(nb)))
         results = {}
         for ended in notebook_runs.run_longest_first(runs, tmp, parallel):
             results[ended.name] = result(ended, tmp / f"{ended.name}.out.ipynb", root)
@@ -252,7 +252,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     # Kernels inherit this process's environment: claims warn there, never stop a chapter.
-    os.environ.pop("JAXGUIDE_STRICT_CLAIMS", None)
+    os.environ.pop(STRICT_ENV, None)
     # This process measures on the accelerator, then only waits for the kernels. By
     # default JAX would take 75% of a GPU's memory here and keep it, leaving a chapter's
     # kernel too little (a CUDA out-of-memory in debugging's first program, seen on an

@@ -95,7 +95,7 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
     jupyter_kernels.KERNEL_ENV.update(compilation_cache_env(Path(cache).resolve()) if cache else {})
     jupyter_kernels.KERNEL_ENV["JAXGUIDE_PROFILE_EVENTS"] = json.dumps(EVENTS)
     assert not jupyter_kernels.CACHE_OFF.search(first.source), "the profile cell hides the cache"
-    NotebookClient.create_kernel_manager = patches.create_kernel_manager
+    NotebookClient.create_kernel_manager = patches.create_kernel_manager  # type: ignore[method-assign]
     patches.EXECUTING = chapter
     client = NotebookClient(
         nb,
@@ -116,7 +116,7 @@ def profile(chapter: str, cache: str | None, save: str | None = None) -> dict:
             stats = json.loads(out["text"].split("JGPROFILE", 1)[1])
     assert stats is not None, "the profile cell printed nothing"
 
-    def span(cell):
+    def span(cell: nbformat.NotebookNode) -> tuple[float, float]:
         t = cell.metadata.get("execution", {})
         from datetime import datetime
 

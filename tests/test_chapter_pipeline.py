@@ -25,11 +25,10 @@ def gpipe_table(p: int, m: int) -> list[list[int]]:
 
 def test_values_and_gradients_equal_one_device(book):
     g = glued(book, "pipeline")
-    for key in ("gpipe_losses", "circ_losses"):
-        got, ref = g[key]
-        assert got == pytest.approx(ref, rel=1e-5), key
-    assert all(lo == pytest.approx(g["dp_losses"][2], rel=1e-5) for lo in g["dp_losses"][:2])
-    assert float(g["loss_diff"]) < 1e-4
+    # The losses' rtol 1e-5 is their claims' (gpipe_losses, circ_losses, dp_losses); the
+    # difference the prose shows is the first pair's.
+    got, ref = g["gpipe_losses"]
+    assert float(g["loss_diff"]) == pytest.approx(abs(got - ref), rel=0.05, abs=1e-12)
     assert g["up_grad"] == [[L, D, 4 * D], "P('stage',)"]
 
 
@@ -81,9 +80,6 @@ def test_reader_threads_run(book):
 
 def test_training_step_with_embedding_head_and_optax(book):
     g = glued(book, "pipeline")
-    got, ref = g["lm_losses"]
-    assert got == pytest.approx(ref, rel=1e-5)
-    assert float(g["lm_worst"]) < 1e-2  # less than one of Adam's steps (lr)
     # The prose: the updated parameters differ by more than the gradients did, and
     # the same gradients give the same update.
     assert float(g["lm_worst"]) > 10 * float(g["lm_grad_worst"])
@@ -322,13 +318,12 @@ def test_one_f_one_b_with_fwd_and_bwd(book):
     assert g["f1b_compiled"] == stages - 1
     set_bytes, copied, x_bytes = g["f1b_set_bytes"]
     assert x_bytes == 32 // m * 32 * 4  # a microbatch: 4 rows of D = 32 float32s
-    assert copied > set_bytes / 2 and x_bytes < set_bytes / 10
+    assert x_bytes < set_bytes / 10
     # the copies are the stage's two blocks' kernels, D x 4D and 4D x D each
     assert copied == 2 * 2 * D * 4 * D * 4
     # with the blocks passed as arguments and left out, the set loses exactly them
-    assert g["f1b_light_bytes"] == set_bytes - copied
+    # (the claim); the prose prints what is left
     assert g["f1b_light"] == f"{set_bytes - copied:,}"
-    assert float(g["f1b_light_diff"]) < 1e-6
 
 
 def test_one_f_one_b_on_a_time_axis(book):

@@ -306,15 +306,15 @@ def test_trim_cache_deletes_the_oldest_entries_first(tmp_path):
 
 
 def test_chapters_are_ordered_launchers_first_then_longest_first_by_their_code(tmp_path):
-    from jaxguide_build.execution import code_bytes, longest_first
+    from jaxguide_build.execution import longest_first, md_code_bytes
 
     short = MYST_HEADER + "# S\n\n```{code-cell} ipython3\nx = 1\n```\n\n```python\n" + "y\n" * 99
     long = MYST_HEADER + "# L\n\n```{code-cell} ipython3\n:tags: [hide-input]\nx = 12345\n```\n"
     (tmp_path / "s.md").write_text(short + "```\n")
     (tmp_path / "l.md").write_text(long)
     # Only code cells count: the plain ```python block and the markdown do not.
-    assert code_bytes(tmp_path / "s.md") == len("x = 1\n")
-    assert code_bytes(tmp_path / "l.md") == len(":tags: [hide-input]\nx = 12345\n")
+    assert md_code_bytes(tmp_path / "s.md") == len("x = 1\n")
+    assert md_code_bytes(tmp_path / "l.md") == len(":tags: [hide-input]\nx = 12345\n")
     (tmp_path / "t.md").write_text(short + "```\n")  # a tie goes by name
     paths = [tmp_path / n for n in ("t.md", "s.md", "l.md")]
     assert [p.stem for p in sorted(paths, key=longest_first)] == ["l", "s", "t"]
@@ -417,24 +417,24 @@ def test_the_compilation_cache_never_shows_a_renamed_scopes_old_name(tmp_path):
 
 
 def test_the_builds_garbage_collector_setting_ends_with_the_build(monkeypatch):
-    """The extension's setup makes full collections rarer for the build (one after every
-    100 middle-generation collections), and the build's end restores the setting the
-    process had, so that a program that runs a build keeps its own."""
+    """The execution extension's setup makes full collections rarer for the build (one
+    after every 100 middle-generation collections), and the build's end restores the
+    setting the process had, so that a program that runs a build keeps its own."""
     import gc
 
-    import jaxguide_build
-    from jaxguide_build import patches
+    from jaxguide_build import execution, patches
 
     monkeypatch.setattr(patches, "install", lambda app, *names: None)
+    monkeypatch.setattr(execution, "_AT_EXIT", {gc.freeze})  # no freeze at this test's exit
     handlers: list[tuple[str, object]] = []
     app = types.SimpleNamespace(
         connect=lambda event, fn, priority=500: handlers.append((event, fn)),
-        setup_extension=lambda name: None,
+        add_config_value=lambda *args: None,
     )
     before = gc.get_threshold()
     gc.set_threshold(before[0], before[1], 7)
     try:
-        jaxguide_build.setup(app)
+        execution.setup(app)
         assert gc.get_threshold() == (before[0], before[1], 100)
         finished = [fn for event, fn in handlers if event == "build-finished"]
         assert len(finished) == 1

@@ -99,12 +99,12 @@ def test_each_run_gets_its_own_environment_and_the_folder_asked_for(tmp_path):
     assert ended == {"x": ["x", str(tmp_path)], "y": ["none", str(tmp_path)]}
 
 
-def test_code_bytes_counts_only_code(tmp_path):
+def test_ipynb_code_bytes_counts_only_code(tmp_path):
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_markdown_cell("words " * 100), nbformat.v4.new_code_cell("x = 1")]
     )
     nbformat.write(nb, tmp_path / "a.ipynb")
-    assert notebook_runs.code_bytes(tmp_path / "a.ipynb") == len("x = 1")
+    assert notebook_runs.ipynb_code_bytes(tmp_path / "a.ipynb") == len("x = 1")
 
 
 def test_error_line_names_the_error_without_colours():

@@ -123,7 +123,7 @@ def test_claim_checks_its_arguments():
         claim("", 1, True, "x")
     with pytest.raises(ValueError, match=r"claim\(fmt='.1e'\): cannot format the str value of 'k'"):
         claim("k", "text", True, "x", fmt=".1e")
-    with pytest.raises(TypeError, match=r"claim\(fmt=3\): fmt must be a format spec str"):
+    with pytest.raises(TypeError, match=r"claim\(fmt=...\): fmt must be a format spec str"):
         claim("k", 1, True, "x", fmt=3)
 
 

@@ -186,7 +186,7 @@ def test_make_mesh(mesh):
             ((8,), (1,)),
             {},
             TypeError,
-            r"make_mesh\(names=\(1,\)\): names must be a tuple of axis names",
+            r"make_mesh\(names=...\): names must be a tuple of axis names \(str\), got int",
         ),
         (
             ((8,), "x"),

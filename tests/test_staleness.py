@@ -50,6 +50,42 @@ def chapter(*cells: str) -> str:
     return "\n".join(f"```{{code-cell}} ipython3\n{c}\n```\n" for c in cells)
 
 
+def test_fingerprint_changes_with_the_kernels_environment(monkeypatch, tmp_path):
+    """An edit of the kernels' environment (jupyter_kernels: KERNEL_ENV, the compilation
+    cache's settings) makes every chapter that gets it stale; where the cache's folder
+    is (this checkout's path) does not, and a chapter run without the cache (CACHE_OFF)
+    does not depend on its settings."""
+    from jaxguide_build import jupyter_kernels
+
+    graph, version = staleness.PackageGraph(), lambda d: "1.0"
+    plain, timed = chapter("import numpy as np"), chapter("import jax.monitoring")
+
+    def env(folder, **changes):
+        base = {"JAXGUIDE_STRICT_CLAIMS": "1", **jupyter_kernels.compilation_cache_env(folder)}
+        return base | changes
+
+    def digests(**changes):
+        return [
+            staleness.fingerprint(src, graph, version, env=env(tmp_path / "a", **changes))
+            for src in (plain, timed)
+        ]
+
+    (a, a_timed), (b, b_timed) = digests(), digests(JAX_TRACEBACK_IN_LOCATIONS_LIMIT="-1")
+    assert a["digest"] != b["digest"]
+    assert staleness._explain(a, b) == (
+        "kernel environment changed: JAX_TRACEBACK_IN_LOCATIONS_LIMIT"
+    )
+    assert a_timed["digest"] == b_timed["digest"]
+    assert a_timed["kernel_env"] == {"JAXGUIDE_STRICT_CLAIMS": "1"}
+    moved = staleness.fingerprint(plain, graph, version, env=env(tmp_path / "elsewhere"))
+    assert moved["digest"] == a["digest"]
+    # By default, the build's own: what kernel_settings put in KERNEL_ENV.
+    monkeypatch.setattr(jupyter_kernels, "KERNEL_ENV", env(tmp_path / "build"))
+    assert staleness.fingerprint(plain, graph, version)["digest"] == a["digest"]
+    monkeypatch.setattr(jupyter_kernels, "KERNEL_ENV", {})
+    assert staleness.fingerprint(plain, graph, version)["kernel_env"] == {}
+
+
 def test_cells_are_read_one_by_one_and_options_and_magics_are_skipped():
     src = chapter(
         "---\ntags: [remove-cell]\nmystnb:\n  image:\n    alt: a figure\n---\nfrom jaxguide import rng",

@@ -226,8 +226,12 @@ def test_compare_says_what_was_measured():
     assert compare(base, fake("jit", 0.0025), prose=True) == "4.0× faster than"
     assert compare(base, fake("jnp", 0.018), prose=True) == "1.8× slower than"
     assert compare(base, fake("same", 0.0105), prose=True) == "as fast, within 10%, as"
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"compare\(other=...\): other must be a Timing, got float"):
         compare(base, 0.1)
+    with pytest.raises(TypeError, match=r"table\(timings=...\): timings must be Timing results"):
+        table([base, 0.1])
+    with pytest.raises(TypeError, match=r"table\(baseline=...\): baseline must be a Timing or"):
+        table([base], baseline="f")
     # Large ratios keep two significant figures: a noisy 6092.8 is "6100".
     assert compare(base, fake("loop", 60.928)) == "6100× slower"
     assert compare(base, fake("fast", 0.010 / 37.4)) == "37× faster"

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookcheck import BUILD_TIMEOUT, ROOT
+from jaxguide.page import STRICT_ENV
 from jaxguide_build import notebook_runs
 from jaxguide_build.environment import wheel_environment
 from jaxguide_build.jupyter_kernels import compilation_cache_env, notebook_env
@@ -121,11 +122,11 @@ def book_built(cache: Path, seconds: dict[str, float] | None = None) -> None:
 def expected_seconds(notebook: Path, cached: bool) -> float:
     """How long ``notebook`` should take here: its chapter's time in the book build (a
     third less with the build's compilation cache), or, without one, the bytes of its
-    code (``notebook_runs.code_bytes``: a longer notebook takes longer): what orders the
+    code (``notebook_runs.ipynb_code_bytes``: a longer notebook takes longer): what orders the
     run, longest first."""
     build = _book.seconds.get(notebook.stem)
     if build is None:
-        return float(notebook_runs.code_bytes(notebook))
+        return float(notebook_runs.ipynb_code_bytes(notebook))
     return build * (2 / 3 if cached else 1.0)
 
 
@@ -174,7 +175,7 @@ def run_notebooks_from_a_wheel(tmp: Path, wait_for_book: bool = False) -> WheelR
     base_env = {
         "PATH": f"{python.parent}:/usr/bin:/bin",
         "HOME": str(tmp),
-        "JAXGUIDE_STRICT_CLAIMS": "1",
+        STRICT_ENV: "1",
     }
     cache = None
     if wait_for_book:

@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
                     installed=True,
                     jax=version,
                 ),
-                notebook_runs.code_bytes(work / f"{name}.ipynb"),
+                notebook_runs.ipynb_code_bytes(work / f"{name}.ipynb"),
                 env,
             )
             for name in chapters

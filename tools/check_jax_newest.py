@@ -319,7 +319,7 @@ def main(argv: list[str]) -> int:
                         installed=True,
                     ),
                 ),
-                notebook_runs.code_bytes(tmp / "work" / f"{name}.ipynb"),
+                notebook_runs.ipynb_code_bytes(tmp / "work" / f"{name}.ipynb"),
                 {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},  # the host's, for unshare
             )
             for name in chapters

@@ -17,7 +17,7 @@ import math
 import numbers
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     import jax
@@ -150,6 +150,28 @@ def instance(
     if not isinstance(value, types):
         raise wrong_type(fn, name, value, what, fix)
     return value
+
+
+def strings(
+    fn: str, name: str, value: object, *, what: str, example: str, kinds: type | tuple[type, ...]
+) -> tuple[str, ...]:
+    """``value``, an instance of ``kinds`` (a tuple, or any sequence) holding only strs,
+    as a tuple; :func:`wrong_type` names the first item that is not a str.
+
+    >>> strings("format_outputs", "drop", ("DEBUG", 3), what="a tuple of str",
+    ...         example="('DEBUG',)", kinds=tuple)
+    Traceback (most recent call last):
+    ...
+    TypeError: format_outputs(drop=...): drop must be a tuple of str, got int; pass e.g. ('DEBUG',).
+    """
+    fix = f"pass e.g. {example}"
+    if isinstance(value, str) or not isinstance(value, kinds):
+        raise wrong_type(fn, name, value, what, fix)
+    items: tuple[Any, ...] = tuple(cast("Iterable[Any]", value))  # an instance of kinds
+    for item in items:
+        if not isinstance(item, str):
+            raise wrong_type(fn, name, item, what, fix)
+    return items
 
 
 def function(fn: str, name: str, value: T, *, what: str = "a function") -> T:

@@ -533,18 +533,13 @@ def _instruction_name(fn: str, collective: Collective | str) -> str:
         return collective.name
     if isinstance(collective, str) and collective:
         return collective
-    raise TypeError(
-        f"{fn}: collective must be a Collective from report.collectives or an instruction "
-        f"name, got {type(collective).__name__}."
+    raise _checks.wrong_type(
+        fn, "collective", collective, "a Collective from report.collectives or an instruction name"
     )
 
 
 def _check_report(fn: str, report: object) -> ProgramReport:
-    if not isinstance(report, ProgramReport):
-        raise TypeError(
-            f"{fn}: report must be a ProgramReport from analyze(), got {type(report).__name__}."
-        )
-    return report
+    return _checks.instance(fn, "report", report, ProgramReport, what="a ProgramReport")
 
 
 def hlo_line(report: ProgramReport, collective: Collective | str) -> str:

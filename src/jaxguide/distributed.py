@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from jaxguide._checks import boolean, positive_int, real
+from jaxguide._checks import boolean, positive_int, real, strings
 
 __all__ = [
     "LaunchError",
@@ -319,10 +319,14 @@ def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) 
         ── process 0 (exit 0) ──
         hello
     """
-    if not (isinstance(drop, tuple) and all(isinstance(d, str) for d in drop)):
-        raise TypeError(
-            f"format_outputs(drop={drop!r}): drop must be a tuple of line prefixes (str)."
-        )
+    drop = strings(
+        "format_outputs",
+        "drop",
+        drop,
+        what="a tuple of line prefixes (str)",
+        example="('DEBUG',)",
+        kinds=tuple,
+    )
     blocks = []
     for r in results:
         lines = [line for line in r.output.splitlines() if not line.startswith(drop)]

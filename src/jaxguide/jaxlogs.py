@@ -102,9 +102,8 @@ def capture_jax_logs(logger: str = "jax", level: int = logging.WARNING) -> Itera
     """
     logger = _checks.string("capture_jax_logs", "logger", logger, example="'jax'")
     if isinstance(level, bool) or not isinstance(level, int):
-        raise TypeError(
-            f"capture_jax_logs(level={level!r}): level must be an int logging level; "
-            "pass e.g. logging.WARNING."
+        raise _checks.wrong_type(
+            "capture_jax_logs", "level", level, "an int logging level", "pass e.g. logging.WARNING"
         )
     messages: list[str] = []
     log = logging.getLogger(logger)

@@ -211,11 +211,7 @@ def claim(key: str, value: T, holds: object, expect: str, *, fmt: str = "") -> T
     """
     _checks.string("claim", "key", key, example="'worst_grad'")
     _checks.string("claim", "expect", expect, example="'below 1e-5'")
-    if not isinstance(fmt, str):
-        raise TypeError(
-            f"claim(fmt={fmt!r}): fmt must be a format spec str such as '.1e', "
-            f"got {type(fmt).__name__}."
-        )
+    _checks.instance("claim", "fmt", fmt, str, what="a format spec str such as '.1e'")
     if not _is_bool(holds):
         raise _checks.wrong_type(
             "claim",

@@ -214,8 +214,7 @@ def autodiff_phase(op_name: str) -> str:
     Raises:
         TypeError: ``op_name`` is not a string.
     """
-    if not isinstance(op_name, str):
-        raise TypeError(f"autodiff_phase: op_name must be a str, got {type(op_name).__name__}")
+    _checks.instance("autodiff_phase", "op_name", op_name, str, what="a str")
     first = op_name.split(";")[0].split("/")[0]
     match = re.fullmatch(r"(transpose\()?jvp\((\w+)\)\)?", first)
     if match:

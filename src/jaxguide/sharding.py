@@ -448,12 +448,14 @@ def make_mesh(
     from jax.sharding import AxisType
 
     shape = _checks.positive_ints("make_mesh", "shape", shape, example="(4, 2)")
-    names = (names,) if isinstance(names, str) else names
-    if not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
-        raise TypeError(
-            f"make_mesh(names={names!r}): names must be a tuple of axis names (str), such as ('x', 'y')."
-        )
-    names = tuple(names)
+    names = _checks.strings(
+        "make_mesh",
+        "names",
+        (names,) if isinstance(names, str) else names,
+        what="a tuple of axis names (str)",
+        example="('x', 'y')",
+        kinds=Sequence,
+    )
     if len(names) != len(shape) or not all(names) or len(set(names)) != len(names):
         raise ValueError(
             f"make_mesh(names={names!r}): names must be {len(shape)} distinct non-empty strings, one per mesh "
@@ -543,16 +545,21 @@ def shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axis: str | tuple[str, ..
         >>> x.sharding.spec
         P('x',)
     """
-    import jax
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
     _checks.mesh("shard_batch", "mesh", mesh)
     axes = _checks.mesh_axes("shard_batch", "axis", axis, mesh)
     parts = math.prod(mesh.shape[a] for a in axes)
     _checks.divides("shard_batch", "batch", _batch_size(batch, "shard_batch"), parts)
-    spec = P(axes[0] if len(axes) == 1 else axes)
-    return jax.device_put(batch, NamedSharding(mesh, spec))
+    return _shard_batch(batch, mesh, axes)
+
+
+def _shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axes: tuple[str, ...]) -> Batch:
+    """:func:`shard_batch` with its arguments already checked: ``train.fit`` checks the
+    mesh, the axes and the batch size once, not at every step."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    return jax.device_put(batch, NamedSharding(mesh, P(axes[0] if len(axes) == 1 else axes)))
 
 
 def show(arr: jax.Array, name: str = "A", *, indices: str | Sequence[str] | None = None) -> None:

@@ -332,9 +332,9 @@ def compare(baseline: Timing, other: Timing, *, tolerance: float = 0.1, prose: b
         >>> compare(slow, fast), compare(fast, slow, prose=True)
         ('4.0× faster', '4.0× slower than')
     """
-    if not isinstance(baseline, Timing) or not isinstance(other, Timing):
-        raise TypeError(
-            "compare(baseline, other): both arguments must be Timing results of benchmark()."
+    for name, timing in (("baseline", baseline), ("other", other)):
+        _checks.instance(
+            "compare", name, timing, Timing, what="a Timing", fix="pass a result of benchmark()"
         )
     tolerance = _checks.real(
         "compare",
@@ -385,12 +385,12 @@ def table(timings: Sequence[Timing], baseline: Timing | None = None) -> str:
         g  4 ms    4 ms – 4 ms      500 ms      2.0× slower
     """
     timings = list(timings)
-    if not all(isinstance(t, Timing) for t in timings) or not (
-        baseline is None or isinstance(baseline, Timing)
-    ):
-        raise TypeError(
-            "table(timings, baseline): expected Timing results of benchmark() (and a Timing or None)."
+    for t in timings:
+        _checks.instance(
+            "table", "timings", t, Timing, what="Timing results", fix="pass results of benchmark()"
         )
+    if baseline is not None:
+        _checks.instance("table", "baseline", baseline, Timing, what="a Timing or None")
     rows = [("", "median", "IQR", "first call", "vs " + baseline.name if baseline else "")]
     for t in timings:
         lo, hi = t.spread_s

@@ -154,11 +154,16 @@ def replicate(tree: PyTree, mesh: jax.sharding.Mesh) -> PyTree:
         >>> w.sharding.is_fully_replicated, len(w.sharding.device_set) == jax.device_count()
         (True, True)
     """
+    _checks.mesh("replicate", "mesh", mesh)
+    return _replicate(tree, mesh)
+
+
+def _replicate(tree: PyTree, mesh: jax.sharding.Mesh) -> PyTree:
+    """:func:`replicate` for a mesh already checked (:func:`fit` checks it once)."""
     import jax
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    _checks.mesh("replicate", "mesh", mesh)
     return jax.device_put(tree, NamedSharding(mesh, P()))
 
 
@@ -217,7 +222,7 @@ def fit(
     import jax
 
     from jaxguide.data import batch_at
-    from jaxguide.sharding import shard_batch
+    from jaxguide.sharding import _shard_batch
 
     _checks.function("fit", "step", step, what="a step from make_step")
     steps = _checks.positive_int("fit", "steps", steps, example=100)
@@ -233,11 +238,12 @@ def fit(
         _checks.mesh("fit", "mesh", mesh)
         axes = _checks.mesh_axes("fit", "axis", axis, mesh)
         _checks.divides("fit", "batch_size", batch_size, math.prod(mesh.shape[a] for a in axes))
-        params, opt_state = replicate((params, opt_state), mesh)
+        # Checked here once: the helpers below do not check them again at every step.
+        params, opt_state = _replicate((params, opt_state), mesh)
         if place is None:
 
             def place(batch: PyTree) -> PyTree:
-                return shard_batch(batch, mesh, axes)
+                return _shard_batch(batch, mesh, axes)
 
     if place is not None:
         _checks.function("fit", "place", place, what="a function batch -> batch")
@@ -304,11 +310,13 @@ def plot_history(history: History, *, title: str | None = None) -> Figure:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    if not isinstance(history, History):
-        raise TypeError(
-            f"plot_history(history=...): history must be the History returned by "
-            f"jaxguide.train.fit, got {type(history).__name__}."
-        )
+    _checks.instance(
+        "plot_history",
+        "history",
+        history,
+        History,
+        what="the History returned by jaxguide.train.fit",
+    )
     if not history.loss:
         raise ValueError(
             "plot_history(history=...): the history recorded no steps; run fit() first."

@@ -12,13 +12,16 @@ module              build phase        job
                                        what to check), and most patches' code
 ``execution``       config-inited,     one build per output folder, and before Sphinx reads
                     env-get-outdated   the pages: execute what has no cached outputs, in
-                                       parallel; report a failure, or each chapter's time
+                                       parallel; report a failure, or each chapter's time;
+                                       the build's garbage collection. Its docstring has
+                                       the call sequence of a chapter's execution
 ``jupyter_kernels`` config-inited      the Jupyter kernels that execute: their environment
                                        (strict claims, the compilation cache, or not), IPC
                                        sockets (``notebook_runs``' kernel manager). Not
                                        :mod:`jaxguide.kernels` (Pallas kernels)
 ``staleness``       env-get-outdated,  fingerprints: which chapters' cached outputs are stale
-                    build-finished     (a jaxguide module or package they depend on changed)
+                    build-finished     (a jaxguide module, a package or the kernels'
+                                       environment they depend on changed)
 ``incremental``     env-updated        a rebuild does work in proportion to the edit
 ``colab``           page context       the Colab button opens ``notebooks/<page>.ipynb``
 ``site``            page context,      a light, self-contained site: MathML, icons, figures,
@@ -36,11 +39,18 @@ module              build phase        job
                                        copied where it runs (a wheel's environment, a chroot);
                                        the longest-first scheduler of the wheel run, the JAX
                                        checks and the accelerator check; the kernel manager
-                                       (IPC sockets) of every kernel, the build's too
+                                       (IPC sockets) of every kernel, the build's too (here
+                                       because this file must stand alone)
 ``serve``           after build        the built site on 127.0.0.1, gzip as GitHub Pages serves
 ``lighthouse``      after build        Lighthouse runs (tests/test_browser.py, bench/); several
                                        pages in one Node process: ``lighthouse_batch.mjs``
 ==================  =================  =========================================================
+
+The pure functions show their job on a small input in a runnable example (a doctest,
+which ``make unit`` runs): ``staleness.code_of``, ``imports_of`` and ``fingerprint``,
+``jupyter_kernels.fingerprinted_env``, ``execution.failure_report``,
+``outputs.output_differences``, ``notebooks.notebook``, ``guarded`` and ``glued_code``,
+``site.stylesheets.purge_css``, ``site.search.sections``.
 
 What a build keeps between builds, beside the site (``_build/html``), in ``_build/``.
 Each is safe to delete (``make clean`` deletes them all); the next build redoes what it
@@ -95,21 +105,8 @@ EXTENSIONS = ("execution", "staleness", "colab", "site", "incremental")
 
 def setup(app: Sphinx) -> dict[str, Any]:
     """Set up every extension of the build tooling (:data:`EXTENSIONS`)."""
-    import gc
-
     from . import patches
 
-    # The garbage collector's full collections (one after every 10 of the middle
-    # generation, by default) walked the whole environment of the book again and
-    # again: Sphinx took 41.7 s of CPU to read and write every page (execution cached),
-    # 37.6 and 38.3 s with one after every 100, for 50 MB more at its peak
-    # (bench/reports/make-test-2026-11.md). The build's own process only: in the
-    # chapters' kernels the same setting cost CPU (random: 46.3 and 43.9 s against
-    # 43.5 and 42.8 s). The setting is the build's: restored when it ends, so that a
-    # program that runs a build keeps its own.
-    before = gc.get_threshold()
-    gc.set_threshold(before[0], before[1], 100)
-    app.connect("build-finished", lambda app, exc: gc.set_threshold(*before), priority=900)
     # How myst-nb renders executed outputs: printed lines merged exactly, the download
     # button's notebook with its cached outputs and stable cell ids.
     patches.install(app, "myst-nb stream merge", "myst-nb cached notebook")

@@ -9,7 +9,35 @@ do not run at once: the second waits for the first (:func:`lock_build`).
 
 The kernels it starts, and the environment they get (the compilation cache among it),
 are :mod:`jaxguide_build.jupyter_kernels`'. When the chapters have executed, the log
-says so, with each one's time (:func:`executed_line`).
+says so, with each one's time (:func:`executed_line`). The build process's garbage
+collection is set here too (:func:`tune_garbage_collector`).
+
+How a chapter executes, in the order of the calls (five modules take part; the patches
+are entries of :data:`jaxguide_build.patches.PATCHES`, installed by :func:`setup`):
+
+1. ``config-inited``: :func:`lock_build` (one build per output folder), then
+   :func:`jaxguide_build.jupyter_kernels.kernel_settings` fills ``KERNEL_ENV`` (strict
+   claims, the compilation cache's settings).
+2. ``env-get-outdated``, priority 500: :func:`jaxguide_build.staleness.outdated`
+   fingerprints every chapter and drops the cached outputs of the stale ones.
+3. ``env-get-outdated``, priority 600: :func:`preexecute` takes the chapters Sphinx
+   will read (new, edited or stale) and, inside
+   :func:`jaxguide_build.patches.reading_once` (each chapter parsed once), adds them to
+   jupyter-cache's project and lists those with no cached outputs.
+4. :func:`_execute` runs them with :class:`LongestFirst` (in parallel, in
+   :func:`longest_first`'s order) or jupyter-cache's serial executor.
+5. In the executor's worker, ``execute`` (wrapped by ``patches._executing``) sets
+   ``patches.EXECUTING`` to the chapter's name; nbclient's ``create_kernel_manager``
+   (:func:`jaxguide_build.patches.create_kernel_manager`) makes a
+   :class:`jaxguide_build.notebook_runs.BuildKernelManager` (IPC sockets in a private
+   folder; it lives in ``notebook_runs`` because that file must stand alone) with the
+   environment :func:`jaxguide_build.jupyter_kernels.notebook_env` gives that chapter;
+   the kernel runs the cells and jupyter-cache stores the outputs.
+6. Back in :func:`_execute`: :func:`executed_line` logs each chapter's seconds; or
+   :func:`failure_report` says what failed, :func:`jaxguide_build.staleness.save` keeps
+   the others' fingerprints, and the build stops.
+7. Sphinx reads the pages (myst-nb takes the outputs from the cache), and at
+   ``build-finished`` :func:`jaxguide_build.staleness.save` stores the fingerprints.
 """
 
 from __future__ import annotations
@@ -150,7 +178,7 @@ def executed_line(cache: Any, uris: list[str], seconds: float) -> str:
     return f"{EXECUTED}{count} in {seconds:.1f} s" + (f" (seconds each: {times})" if times else "")
 
 
-def code_bytes(path: str | Path) -> int:
+def md_code_bytes(path: str | Path) -> int:
     """The bytes of code in a chapter's code cells (MyST ``code-cell`` blocks): the
     proxy :class:`LongestFirst` orders chapters by. It ranks the long chapters first
     without any record of earlier builds (a fresh clone has none)."""
@@ -174,9 +202,9 @@ def starts_processes(path: str | Path) -> bool:
 
 def longest_first(path: str | Path) -> tuple[bool, int, str]:
     """The key that sorts chapters: those that start processes first
-    (:func:`starts_processes`), then longest first (most :func:`code_bytes`), then by
+    (:func:`starts_processes`), then longest first (most :func:`md_code_bytes`), then by
     name."""
-    return (not starts_processes(path), -code_bytes(path), Path(path).stem)
+    return (not starts_processes(path), -md_code_bytes(path), Path(path).stem)
 
 
 class LongestFirst(JupyterExecutorLocalMproc):
@@ -209,6 +237,14 @@ def failure_report(chapter: str, traceback: str) -> str:
 
     ``traceback`` is what nbclient recorded (its ``CellExecutionError`` text: the cell's
     source between dashed lines, then the traceback, ending with ``Name: message``).
+
+    >>> print(failure_report("numpy", (
+    ...     "An error occurred while executing the following cell:\\n------------------\\n"
+    ...     "x = 1 / 0\\n------------------\\n\\n\\x1b[0;31mZeroDivisionError\\x1b[0m: division by zero"
+    ... )))
+    [jaxguide-build] chapter 'numpy' failed: ZeroDivisionError: division by zero
+      in the cell:
+        x = 1 / 0
     """
     text = ANSI.sub("", traceback).strip()
     parts = re.split(r"^-{10,}$", text, flags=re.M)
@@ -248,18 +284,36 @@ def lock_build(app: Sphinx, config: Config | None) -> None:
         fcntl.flock(_LOCK, fcntl.LOCK_EX)
 
 
+def tune_garbage_collector(app: Sphinx) -> None:
+    """The build process's garbage collection, set for a build's large, long-lived graph
+    of objects (the environment, the doctrees); the chapters' kernels keep Python's
+    defaults.
+
+    * Full collections (one after every 10 of the middle generation, by default) walked
+      the whole environment of the book again and again: Sphinx took 41.7 s of CPU to
+      read and write every page (execution cached), 37.6 and 38.3 s with one after every
+      100, for 50 MB more at its peak (bench/reports/make-test-2026-11.md). In the
+      chapters' kernels the same setting cost CPU (random: 46.3 and 43.9 s against 43.5
+      and 42.8 s). The setting is the build's: restored when it ends, so that a program
+      that runs a build keeps its own.
+    * The collector walks that graph again while the process exits, a large part of a
+      no-change rebuild. Freezing it at exit skips that walk; memory goes back to the OS
+      with the process either way. (atexit: a build run inside another program, such as
+      a test, keeps its normal collection until that program exits.)
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], 100)
+    app.connect("build-finished", lambda app, exc: gc.set_threshold(*before), priority=900)
+    if gc.freeze not in _AT_EXIT:
+        atexit.register(gc.freeze)
+        _AT_EXIT.add(gc.freeze)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("jaxguide_parallel_execution", False, "env")
     app.add_config_value("jaxguide_compilation_cache", False, "")
     app.connect("config-inited", lock_build)
-    # The build leaves a large graph of objects (the environment, the doctrees) that
-    # Python's garbage collector walks again while the process exits, a large part of a
-    # no-change rebuild. Freezing them at exit skips that walk; memory goes back to the OS
-    # with the process either way. (atexit: a build run inside another program, such as
-    # a test, keeps its normal collection until that program exits.)
-    if gc.freeze not in _AT_EXIT:
-        atexit.register(gc.freeze)
-        _AT_EXIT.add(gc.freeze)
+    tune_garbage_collector(app)
     app.connect("config-inited", jupyter_kernels.kernel_settings)
     # The kernels it starts: BuildKernelManager, knowing their chapter; jupyter-cache
     # parses each chapter once; LongestFirst.

@@ -126,13 +126,38 @@ def notebook_env(
     return env
 
 
+def fingerprinted_env(nb: dict[str, Any], env: dict[str, str] | None = None) -> dict[str, str]:
+    """What :func:`notebook_env` gives a notebook's kernel (of ``env``, by default
+    :data:`KERNEL_ENV`), with the compilation cache's folder named by what it is rather
+    than by its path: the part of a chapter's environment its outputs can depend on, for
+    :func:`jaxguide_build.staleness.fingerprint`. The path is this checkout's, and a
+    build folder copied from another checkout keeps its outputs.
+
+    >>> env = {"JAXGUIDE_STRICT_CLAIMS": "1", **compilation_cache_env(Path("/b/.jax_cache"))}
+    >>> nb = {"cells": [{"cell_type": "code", "source": "jax.log_compiles()"}]}
+    >>> fingerprinted_env(nb, env)["JAX_COMPILATION_CACHE_DIR"]
+    "the chapter's own, emptied first"
+    >>> nb = {"cells": [{"cell_type": "code", "source": "jax.monitoring"}]}  # CACHE_OFF
+    >>> fingerprinted_env(nb, env)
+    {'JAXGUIDE_STRICT_CLAIMS': '1'}
+    """
+    settings = notebook_env(nb, "chapter", env, empty_fresh=False)
+    if "JAX_COMPILATION_CACHE_DIR" in settings:
+        code = "\n".join(source(c) for c in nb.get("cells", []) if c.get("cell_type") == "code")
+        fresh = ", emptied first" if CACHE_FRESH.search(code) else ""
+        settings["JAX_COMPILATION_CACHE_DIR"] = f"the chapter's own{fresh}"
+    return settings
+
+
 def kernel_settings(app: Sphinx, config: Config) -> None:
     """``config-inited``: the environment of the build's kernels (:data:`KERNEL_ENV`), with
     the compilation cache in this build's own output folder (``jaxguide_compilation_cache``)."""
+    from jaxguide.page import STRICT_ENV  # here: the Makefile's --cache-env needs none
+
     KERNEL_ENV.clear()
     # A claim that does not hold (jaxguide.claim) stops the build at its cell; in Colab it
     # prints what differs and carries on.
-    KERNEL_ENV["JAXGUIDE_STRICT_CLAIMS"] = "1"
+    KERNEL_ENV[STRICT_ENV] = "1"
     if config.jaxguide_compilation_cache:
         folder = Path(app.outdir).parent / CACHE_FOLDER
         trim_cache(folder)

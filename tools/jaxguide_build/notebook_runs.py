@@ -207,9 +207,9 @@ def runner_command(
     return command
 
 
-def code_bytes(notebook: Path) -> int:
+def ipynb_code_bytes(notebook: Path) -> int:
     """The bytes of code in a notebook's code cells: how long it should take when nothing
-    better is known (as the build ranks its chapters: ``execution.code_bytes``)."""
+    better is known (as the build ranks its chapters: ``execution.md_code_bytes``)."""
     cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
     return sum(
         len("".join(c["source"]) if isinstance(c["source"], list) else c["source"])

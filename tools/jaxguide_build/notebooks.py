@@ -128,7 +128,13 @@ CHECKING = "with jaxguide.page.checking("
 def guarded(source: str, keys: list[str]) -> str:
     """``source`` inside ``with jaxguide.page.checking(keys):``, or unchanged where
     indenting it could change what it does: a line magic or shell line, or a
-    triple-quoted string (whose text would gain the indent)."""
+    triple-quoted string (whose text would gain the indent).
+
+    >>> print(guarded("x = f()\\nprint(x)", ["x"]))
+    with jaxguide.page.checking(['x']):
+        x = f()
+        print(x)
+    """
     if re.search(r"^\s*[%!]", source, re.M) or '"""' in source or "'''" in source:
         return source
     body = "".join(f"    {line}" if line.strip() else line for line in source.splitlines(True))
@@ -150,7 +156,11 @@ def quoted_keys(source: str) -> list[str]:
 
 def glued_code(code_cells: list[str]) -> dict[str, str]:
     """key -> the source of the value each ``glue("key", value)`` or
-    ``claim("key", value, ...)`` call stores."""
+    ``claim("key", value, ...)`` call stores.
+
+    >>> glued_code(['jaxguide.claim("gap", abs(a - b), abs(a - b) < 1e-5, "small")'])
+    {'gap': 'abs(a - b)'}
+    """
     found = {}
     for src in code_cells:
         if not any(f"{name}(" in src for name in GLUING):
@@ -425,7 +435,37 @@ QUIET_TITLE = "Which checked values this notebook prints (double-click for the c
 
 def notebook(name: str, root: Path = ROOT) -> str:
     """The notebook for chapter ``name`` of the book in ``root``, as the exact text
-    written to disk."""
+    written to disk.
+
+    A one-page book in a temporary folder: the notebook opens with the Colab set-up and
+    the quiet cell, the hidden check runs inside ``checking``, and the prose names the
+    value a cell prints.
+
+    >>> import json, tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> root = Path(folder.name)
+    >>> _ = (root / "_config.yml").write_text(
+    ...     "repository: {url: 'https://github.com/o/b'}\\nhtml: {baseurl: 'https://o.io/b/'}\\n"
+    ... )
+    >>> _ = (root / "pyproject.toml").write_text('[project]\\nversion = "1.0"\\n')
+    >>> (root / "book").mkdir()
+    >>> _ = (root / "book" / "demo.md").write_text(
+    ...     "# Demo\\n\\n```{code-cell} ipython3\\n:tags: [remove-cell]\\n"
+    ...     'jaxguide.claim("n", 3, True, "three")\\n```\\n\\nThere are {glue:text}`n`.\\n'
+    ... )
+    >>> cells = json.loads(notebook("demo", root))["cells"]
+    >>> for cell in cells:  # each one's first words
+    ...     print(cell["id"], cell["cell_type"], *"".join(cell["source"]).split()[:6])
+    demo-0 code # Set-up for Google Colab; does
+    demo-1 code # @title Which checked values this
+    demo-2 markdown # Demo
+    demo-3 code # @title Checks and values the
+    demo-4 markdown There are *n* (printed by a
+    >>> print("".join(cells[3]["source"]).split("\\n", 1)[1])
+    with jaxguide.page.checking(['n']):
+        jaxguide.claim("n", 3, True, "three")
+    >>> folder.cleanup()
+    """
     url, _ = repository(root)
     nb = jupytext.read(root / "book" / f"{name}.md", fmt="md:myst")
     source = (root / "book" / f"{name}.md").read_text(encoding="utf-8")

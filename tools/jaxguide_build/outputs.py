@@ -97,7 +97,17 @@ def comparable_outputs(nb: dict) -> list[tuple[str, dict]]:
 def output_differences(book_nb: dict, other_nb: dict) -> list[str]:
     """Cells whose outputs differ between the book's execution of a chapter and another
     execution of it (cells only one side has, such as a notebook's set-up cell, are
-    skipped). Returns readable lines; empty when the two agree."""
+    skipped). Returns readable lines; empty when the two agree.
+
+    >>> def run(text):  # a notebook of one cell that printed ``text``
+    ...     out = {"output_type": "stream", "name": "stdout", "text": text}
+    ...     return {"cells": [{"cell_type": "code", "source": "print(x)", "outputs": [out]}]}
+    >>> output_differences(run("1.0\\n"), run("1.0\\n"))
+    []
+    >>> for line in output_differences(run("1.0\\n"), run("2.0\\n")):
+    ...     print(line)
+    cell 0 ('print(x)') differs at: ...'{"streams": {"stdout": "1.0\\\\n"}, "shown": []}' vs ...'{"streams": {"stdout": "2.0\\\\n"}, "shown": []}'
+    """
     book = comparable_outputs(book_nb)
     other = [c for c in comparable_outputs(other_nb) if any(c[0] == b[0] for b in book)]
     found = []

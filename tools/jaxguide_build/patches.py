@@ -7,9 +7,11 @@ for any other release is the same for all of them: :func:`install` stops the bui
 a message saying what to re-check, rather than patching code that may have changed.
 Each extension of the package installs the patches it relies on, by name.
 
-Most patches' code is here. A patch that is a class or function of the module using it
-(an override in a subclass, an extension's own event handler) has no ``apply`` in the
-table: installing it checks the release, and its module applies it.
+Most patches' code is here. A patch with no ``apply`` in the table is one its user puts
+in place: an override in a subclass or an extension's own event handler, in the module
+that uses it (the table's "code" column), or ``reading_once``, a context manager here
+that :mod:`~jaxguide_build.execution` enters around its reads. Installing such a patch
+checks the release; its user applies it.
 
 ===================================  ===============  ===================  ==================
 patch                                package          code                 installed by

@@ -13,7 +13,10 @@ For every chapter this extension computes a fingerprint (:func:`fingerprint`) of
 * the Python version and the versions of the packages the chapter runs on: JAX and
   its runtime dependencies, jaxguide's own, and the distribution of every top-level
   module the chapter imports;
-* files next to the chapter that its code names (data it reads, a module it imports).
+* files next to the chapter that its code names (data it reads, a module it imports);
+* the environment the build gives the chapter's kernel
+  (:func:`jaxguide_build.jupyter_kernels.fingerprinted_env`: strict claims, the
+  compilation cache's settings), less the path of the cache's folder.
 
 A cell that is not Python (a ``%%bash`` cell, ``x?``) could import anything: such a
 chapter depends on every ``jaxguide`` module.
@@ -46,6 +49,7 @@ from sphinx.util import logging
 
 from .cache import write_atomic
 from .environment import installed_version
+from .jupyter_kernels import fingerprinted_env
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +87,12 @@ CELL_OPTIONS = re.compile(r"\A---\n.*?^---\n", re.S | re.M)  # a YAML options bl
 def code_of(source: str) -> list[str]:
     """The code of each code cell of a MyST notebook, as Python where it is Python:
     cell options (``:key:`` lines or a ``---`` YAML block) and line magics dropped, and a
-    cell magic's first line (``%%writefile prog.py``) dropped so its body is read."""
+    cell magic's first line (``%%writefile prog.py``) dropped so its body is read.
+
+    >>> code_of("# A page\\n\\n```{code-cell} ipython3\\n:tags: [remove-cell]\\n%xmode Minimal\\n"
+    ...         "import numpy as np\\nfrom jaxguide import timing\\n```\\n")
+    ['import numpy as np\\nfrom jaxguide import timing']
+    """
     cells: list[str] = []
     for body in CODE_CELL.findall(source):
         body = CELL_OPTIONS.sub("", body)
@@ -100,6 +109,10 @@ def imports_of(code: str | list[str]) -> tuple[set[str], set[str]]:
     as ``jaxguide.timing.table`` counts too. ``code`` is one cell's code or a list of
     them; a cell that is not Python (a ``%%bash`` cell, ``x?``) could import anything,
     so it stands for every module (:data:`ALL`).
+
+    >>> top, ours = imports_of(["import numpy as np\\nfrom jaxguide import timing", "x?"])
+    >>> sorted(top), sorted(ours)
+    (['jaxguide', 'numpy'], ['', '*', 'timing'])
     """
     top: set[str] = set()
     ours: set[str] = set()
@@ -262,8 +275,25 @@ def fingerprint(
     graph: PackageGraph,
     version: Callable[[str], str | None] = installed_version,
     folder: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """What a chapter's outputs depend on besides its code, with a digest of it all."""
+    """What a chapter's outputs depend on besides its code, with a digest of it all.
+
+    ``env`` is the build's kernel environment (by default the build's own,
+    :data:`jaxguide_build.jupyter_kernels.KERNEL_ENV`). Each part names what changed
+    when a digest differs:
+
+    >>> chapter = "```{code-cell} ipython3\\nimport numpy as np\\n```\\n"
+    >>> graph, version = PackageGraph(), lambda distribution: "1.0"
+    >>> a = fingerprint(chapter, graph, version, env={"JAXGUIDE_STRICT_CLAIMS": "1"})
+    >>> sorted(a)
+    ['digest', 'helpers', 'jaxguide', 'kernel_env', 'packages', 'python']
+    >>> a["packages"]["numpy"], a["kernel_env"], a["jaxguide"]  # no jaxguide module
+    ('1.0', {'JAXGUIDE_STRICT_CLAIMS': '1'}, {})
+    >>> b = fingerprint(chapter, graph, version, env={})
+    >>> a["digest"] == b["digest"], _explain(a, b)
+    (False, 'kernel environment changed: JAXGUIDE_STRICT_CLAIMS')
+    """
     top, ours = cached_imports(code_of(source))
     distributions = set(BASE_DISTRIBUTIONS)
     mapping = _distributions()
@@ -274,6 +304,10 @@ def fingerprint(
         "packages": {d: version(d) for d in sorted(distributions)},
         "jaxguide": {m or "__init__": graph.digests[m] for m in sorted(graph.closure(ours))},
         "helpers": helper_files(source, folder) if folder is not None else {},
+        "kernel_env": fingerprinted_env(
+            {"cells": [{"cell_type": "code", "source": c} for c in CODE_CELL.findall(source)]},
+            env,
+        ),
     }
     parts["digest"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     return parts
@@ -289,6 +323,7 @@ def _explain(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         "packages": "package versions",
         "jaxguide": "jaxguide modules",
         "helpers": "files it reads",
+        "kernel_env": "kernel environment",
     }
     for group, label in labels.items():
         a, b = old.get(group, {}), new.get(group, {})

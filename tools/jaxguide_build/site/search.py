@@ -168,7 +168,18 @@ def _without_token_spans(html_text: str) -> str:
 def sections(text: str, page: str) -> list[Section]:
     """The sections of the built page ``page`` (its name, e.g. ``"sharding"``) whose
     HTML is ``text``: each ``<section>`` of the article that has a heading, with its
-    own content only."""
+    own content only.
+
+    >>> page = (
+    ...     '<article class="bd-article"><section id="intro"><h1>Sharding</h1><p>Arrays.</p>'
+    ...     '<section id="mesh"><h2>A mesh</h2><p id="grid">Devices.</p></section>'
+    ...     "</section></article>"
+    ... )
+    >>> for s in sections(page, "sharding"):
+    ...     print(s.url, "|", s.title, "|", s.page, "|", s.html, "|", sorted(s.ids))
+    sharding.html | Sharding | Sharding | <p>Arrays.</p> | ['intro']
+    sharding.html#mesh | A mesh | Sharding | <p id="grid">Devices.</p> | ['grid', 'mesh']
+    """
     # Only the article is parsed: the page's header, sidebars and footer are a tenth of it.
     start = text.find('<article class="bd-article"')
     end = text.rfind("</article>")

@@ -119,7 +119,14 @@ def purge_css(css: str, used: set[str], prefixes: tuple[str, ...] = ()) -> str:
     in ``used`` (nor starts with one of ``prefixes``, for names that scripts build,
     such as ``bs-tooltip-`` + a placement). A rule keeps the selectors that can match;
     ``@media``/``@supports`` blocks are purged inside and dropped when empty; other
-    at-rules (``@font-face``, ``@keyframes``, ``@import``) are kept as they are."""
+    at-rules (``@font-face``, ``@keyframes``, ``@import``) are kept as they are.
+
+    >>> css = ".used{color:red}.gone,.used b{margin:0}@media (min-width:9em){.gone{x:1}}"
+    >>> print(purge_css(css + ".bs-tip-top{y:2}", used={"used"}, prefixes=("bs-",)))
+    .used{color:red}
+    .used b{margin:0}
+    .bs-tip-top{y:2}
+    """
     out = []
     for prelude, body in _css_blocks(css):
         if body is None:
