@@ -27,11 +27,30 @@ def test_typed_vs_legacy_keys():
     assert is_typed_key(jax.random.key(0))
     assert not is_typed_key(jax.random.PRNGKey(0))
     assert not is_typed_key(jnp.zeros(2, jnp.uint32))
-    # One call hands out the second half of a split of the given key.
+    # The first call hands out the given key folded with 0.
     sub = KeyStream(jax.random.key(1))()
-    expected = jax.random.split(jax.random.key(1))[1]
+    expected = jax.random.fold_in(jax.random.key(1), 0)
     assert is_typed_key(sub)
     assert float(jax.random.uniform(sub)) == float(jax.random.uniform(expected))
+
+
+def test_stream_is_wide_fold_in_of_the_count():
+    # Key i is fold_in(key, i), one hop from the parent, whether handed out one at a
+    # time or in a batch: a stream of 2 + 3 keys equals five single calls.
+    base = jax.random.key(5)
+    one_by_one = KeyStream(base)
+    singles = [one_by_one() for _ in range(5)]
+    batched = KeyStream(base)
+    batch = jnp.concatenate([batched(2), batched(3)])
+    for i, k in enumerate(singles):
+        expected = jax.random.key_data(jax.random.fold_in(base, i))
+        assert (jax.random.key_data(k) == expected).all()
+        assert (jax.random.key_data(batch[i]) == expected).all()
+    # The same keys as a Flax-style stream of the same seed (a key and a count).
+    assert (
+        jax.random.key_data(KeyStream(0)(2)[1])
+        == jax.random.key_data(jax.random.fold_in(jax.random.key(0), 1))
+    ).all()
 
 
 @pytest.mark.parametrize("bad", [jax.random.PRNGKey(0), "seed", 1.5, True])

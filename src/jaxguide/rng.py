@@ -2,15 +2,20 @@
 
 JAX random functions are pure: the same key always gives the same numbers. Reusing a
 key by accident gives *identical* "random" draws. In interactive code a
-:class:`KeyStream` hands out a new key on every call. Inside jitted code, pass keys
-explicitly and split them instead: the stream's state lives in Python.
+:class:`KeyStream` hands out a new key on every call: key ``i`` is
+``fold_in(key, i)``, a wide tree (every key one hop from the parent), as Flax's
+``nnx.Rngs`` does. Inside jitted code, pass keys explicitly instead: the stream's
+count lives in Python.
 
 Example:
+    >>> import jax
     >>> from jaxguide.rng import KeyStream
     >>> keys = KeyStream(0)
     >>> k1, k2 = keys(), keys()
     >>> bool((k1 == k2).all())
     False
+    >>> bool(k2 == jax.random.fold_in(jax.random.key(0), 1))
+    True
 """
 
 from __future__ import annotations
@@ -48,9 +53,11 @@ def is_typed_key(key: object) -> bool:
 class KeyStream:
     """An endless supply of independent keys derived from one seed or key.
 
-    ``stream()`` returns the next key; ``stream(n)`` returns ``n`` keys stacked.
-    Each call splits the stream's key, so no key is handed out twice. The state
-    lives in Python: use it outside ``jit``.
+    ``stream()`` returns the next key; ``stream(n)`` returns the next ``n`` keys
+    stacked. Key ``i`` (counting from 0) is ``jax.random.fold_in(key, i)``: every key
+    is one hop from the parent (a wide tree, not a chain of splits), ``stream(3)``
+    gives the keys that three calls of ``stream()`` would, and the count is the whole
+    state. The count lives in Python: use the stream outside ``jit``.
 
     Args:
         seed_or_key: an int seed, or one typed key (``jax.random.key``).
@@ -84,14 +91,18 @@ class KeyStream:
         self.count = 0
 
     def __call__(self, n: int | None = None) -> jax.Array:
-        """The next key, or ``n`` keys stacked (shape ``(n,)``)."""
+        """The next key, or the next ``n`` keys stacked (shape ``(n,)``)."""
         import jax
+        import jax.numpy as jnp
 
-        if n is not None:
-            n = _checks.positive_int("KeyStream", "n", n, example=3)
-        self._key, sub = jax.random.split(self._key)
-        self.count += 1 if n is None else n  # keys handed out, not calls
-        return sub if n is None else jax.random.split(sub, n)
+        if n is None:
+            key = jax.random.fold_in(self._key, self.count)
+            self.count += 1
+            return key
+        n = _checks.positive_int("KeyStream", "n", n, example=3)
+        counts = jnp.arange(self.count, self.count + n, dtype=jnp.uint32)
+        self.count += n  # keys handed out, not calls
+        return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(self._key, counts)
 
     def __repr__(self) -> str:
         return f"KeyStream(keys handed out: {self.count})"
