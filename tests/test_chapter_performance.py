@@ -524,3 +524,20 @@ def test_persistent_cache_and_levels(book):
     assert int(g["cache_files_default"]) == int(slow)
     assert int(g["default_level"]) == 3 and int(g["disabled_level"]) == 0
     assert g["jax_opt_level"] == jax.config.jax_optimization_level
+
+
+def test_runtime_overlap_and_review_fixes(book):
+    """Review r33: the CPU overlap is the runtime's (larger blocks overlap with the same
+    schedule), the memory table's units, the retired sentences."""
+    g = glued(book, CH)
+    text = page_text(book, CH)
+    # The larger trace counts devices of the page's mesh.
+    assert int(g["cm_big_overlap_devices"]) <= int(g["cm_n_dev"]) == 8
+    assert "the schedule has no window" not in text
+    assert "thunk_executor.cc" in bookcheck.parsed_page(book, CH).decode()
+    # The float32 step's temporaries, by hand: that many f32 [4096, 512] buffers.
+    bufs = int(g["train_tmp_f32_bufs"])
+    assert g["train_tmp_f32"] == format_bytes(bufs * 4096 * 512 * 4)
+    assert "arrays are back" not in text
+    assert "stores what the list says" not in text
+    assert "choose other kernels for a transposed operand" not in text
