@@ -215,7 +215,6 @@ def test_double_buffering_and_the_race(g):
     # each of the 4 steps reads its slot before waiting: 16 clock entries report all
     # 4; the default 2 (one shared by every copy) report only some
     assert g["race_reports"] == 4
-    assert 0 < g["race_reports_default"] < 4
     assert g["race_first_line"].startswith("write of ('vmem'")
     # copies are done at .wait(): steps 0 and 1 read slots never written (NaN), steps
     # 2 and 3 read what the slot held two steps before (blocks 0 and 1), stale

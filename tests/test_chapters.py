@@ -385,7 +385,6 @@ KNOWN_RESTATEMENTS: dict[str, tuple[set[str], str]] = {
         {"gate_sums", "ep_diffs", "nnx_diffs", "gmm_ep_diffs", "gshard_diff"},
         "its test is being rewritten (r32)",
     ),
-    "pallas": ({"race_reports_default"}, "its test is being rewritten (r32)"),
 }
 
 
