@@ -270,20 +270,8 @@ def test_top_k_order_smallest_and_axis(book):
     values, indices = g["top_k_order"]
     assert indices == order.tolist() == [1, 4, 3, 0, 2]
     assert values == scores[order].tolist()
-    # the k smallest: -x overflows for integers, ~x does not
-    keys = g["smallest_keys"]
-    int8 = np.array([5, -128, 3, 127, -3])
-    uint8 = np.array([5, 0, 3, 200, 1])
-    assert keys["int8 ~x"] == np.sort(int8)[:2].tolist()
-    assert keys["uint8 ~x"] == np.sort(uint8)[:2].tolist()
-    assert int8.min() not in keys["int8 -x"]
-    assert uint8.min() not in keys["uint8 -x"]
     shape, ops = g["top_k_axis"]
     assert shape == [2, 3] and ops == ["chlo.top_k", "stablehlo.transpose"]
-    assert g["top_k_programs"] == {
-        "top_k": [["chlo.top_k"], "a TopK custom call"],
-        "sort and slice": [["stablehlo.sort"], "a sort of the row"],
-    }
 
 
 def test_pallas_triton_flag_error_is_shown(book):
@@ -324,15 +312,6 @@ def test_nonzero_padding_and_the_three_argument_where(book):
     assert "The size argument of jnp.nonzero must be statically specified" in message
 
 
-def test_all_to_all_in_groups_and_vmap_inside_shard_map(book):
-    """jax-ml/jax#5861 (axis_index_groups) and #4141 (vmap inside the devices)."""
-    g = glued(book, "moe")
-    # Each grouping's output equals the transpose the asker expected (the claim
-    # compares them in the chapter; both groupings are recorded).
-    assert g["a2a_groups"] == {"[[0, 1], [2, 3]]": True, "[[0, 2], [1, 3]]": True}
-    assert g["vmap_inside"] is True
-
-
 def test_group_offset_is_refused_by_ragged_dot_and_taken_by_megablox(book):
     """jax-ml/jax#34168: ragged_dot refuses an array group_offset on this JAX; the
     TPU kernel megablox.gmm has the parameter."""
@@ -371,14 +350,16 @@ def test_balance_loss_in_the_training_step(book):
     task2, aux2, drop2 = runs["0.01"]
     assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
     assert max(task0, task2) < 0.1
-    # compilations at step 1 and over steps 2-40: the run whose step counter was
-    # put on the mesh compiled once; the run from opt.init's one-device counter
-    # compiled once more at step 1 and then reused the first run's program,
-    # whatever alpha
+    # compilations at steps 1, 2, 3 and over steps 4-40: the first run, from
+    # opt.init's one-device step counter, compiles at step 1 and again at step 2
+    # (the counter is now on the mesh); the second run, whose counter was put on
+    # the mesh before step 1, reuses that second program whatever its alpha
     steps = g["alpha_step_compiles"]
-    assert steps["0.0"][1] == steps["0.01"][1] == 0
-    assert steps["0.01"][0] >= 1
-    assert g["alpha_fixed_compiles"] == sum(steps["0.0"]) == 1
+    assert steps["0.01"][0] >= 1 and steps["0.01"][1] >= 1
+    assert steps["0.01"][2:] == [0, 0]
+    assert steps["0.0"] == [0, 0, 0, 0]
+    assert g["alpha_init_compiles"] == sum(steps["0.01"])
+    assert g["alpha_fixed_compiles"] == sum(steps["0.0"]) == 0
     # the prose quotes the table's digits
     assert g["alpha_task0"] == f"{task0:.4f}"
     assert g["alpha_task1"] == f"{task2:.4f}"
@@ -446,12 +427,6 @@ def test_group_offset_is_implemented_on_no_platform(book):
     )
 
 
-def test_all_to_all_on_complex_arrays(book):
-    """jax-ml/jax#18122: two all_to_alls undo each other on complex arrays too (CPU)."""
-    g = glued(book, "moe")
-    assert g["a2a_complex"] == {"float32": [0.0, 0.0], "complex64": [0.0, 0.0]}
-
-
 def test_gradient_of_untiled_all_to_all_raises(book):
     """jax-ml/jax#15982: the untiled exchange between two axes has no gradient on
     JAX 0.10.2; the tiled form plus a reshape differentiates, exactly as the dense
@@ -479,3 +454,41 @@ def test_ragged_difference_is_said_exactly(book):
     g = glued(book, "moe")
     said = g["ragged_diff_said"]
     assert (said == "exactly zero") == (float(g["ragged_diff"]) == 0.0)
+
+
+def test_nonzero_of_a_constant(book):
+    """jax-ml/jax#5280: jnp.nonzero of a constant raises under jit; np.nonzero of it
+    runs at trace time."""
+    g = glued(book, "moe")
+    assert g["const_nonzero"] == np.nonzero(np.array([0, 1, 2]))[0].tolist()
+    assert "ConcretizationTypeError" in raised(book)
+    assert len([e for e in errors(book, "moe") if "jnp.nonzero(const)" in e.source]) == 1
+
+
+def test_group_offset_emulated_with_zero_groups(book):
+    """jax-ml/jax#34168 on a GPU: ragged_dot with zero-weight groups before and after
+    a device's own gives the full ragged_dot's rows of its groups, zeros elsewhere."""
+    assert glued(book, "moe")["offset_emulation"] < 1e-6
+
+
+def test_normalized_gates_through_the_expert_parallel_layer(book):
+    diffs = glued(book, "moe")["norm_ep_diffs"]
+    assert diffs["normalised, EP vs reference"] < 1e-5
+    assert diffs["normalised vs default"] > 1e-3
+
+
+def test_data_and_expert_mesh(book):
+    """A (data=2, expert=4) mesh: the reference's values and drops, all-to-alls in
+    groups of 4, and the experts' gradients all-reduced over data."""
+    g = glued(book, "moe")
+    assert all(d < 1e-5 for d in g["diffs_2d"].values())
+    assert g["dropped_2d"] == g["dropped_ep"] > 0
+    assert g["a2a_2d"] == [4, 4, 4, 4]
+    experts, d, f = 16 // 4, 64, 128  # a device's experts, model and hidden widths
+    assert g["expert_grad_reduce"] == f"{2 * experts * d * f * 4:,}"  # as glued
+
+
+def test_bfloat16_router_changes_some_choices(book):
+    """A float32 router (Switch Transformer's selective precision): in bfloat16 the
+    same router sends some tokens to other experts."""
+    assert 0 < glued(book, "moe")["bf16_flipped"] < 1024 // 10
