@@ -173,7 +173,7 @@ def test_all_to_all_bytes_match_the_formula(book):
     assert g["a2a"] == [per_device] * 4
     # exercise: Switch routing, k = 1 and capacity factor 1
     switch = E * cap(LOCAL, E, 1, 1.0) * D * 4
-    assert g["ex_switch"] == [8, switch, [switch] * 4]
+    assert g["ex_switch"] == [8, switch, [switch] * 2]  # there and back
 
 
 def test_flops_follow_the_six_n_t_rule(book):
@@ -253,12 +253,20 @@ def test_figure_and_faq(book):
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
 
 
-def test_dropless_dispatch_lowers_for_gpu_and_tpu(book):
+def test_dropless_layer_lowers_for_gpu_and_tpu(book):
+    """The dropless layer: counts, offsets, dispatch, offsets, return; its gradient
+    sends the runs back with two more ragged_all_to_alls; it sends every routed row
+    once."""
     g = glued(book, "moe")
     ops = g["dropless_ops"]
-    assert sorted(ops) == ["cuda", "tpu"]
-    assert all(o == ["all_to_all", "all_to_all", "ragged_all_to_all"] for o in ops.values())
+    assert sorted(ops) == ["forward cuda", "forward tpu", "gradient cuda"]
+    forward = ["all_to_all", "all_to_all", "ragged_all_to_all", "all_to_all", "ragged_all_to_all"]
+    assert ops["forward cuda"] == ops["forward tpu"] == forward
+    assert ops["gradient cuda"].count("ragged_all_to_all") == 2 + g["dropless_grad_ragged"]
     assert g["dropless_buffer"] == 8
+    tokens, k, d = 1024 // 8, 2, 64  # per device
+    assert g["dropless_sent"] == f"{tokens * k * d * 4:,}"  # every routed row, float32
+    assert tokens * k * d * 4 < int(g["a2a_bytes"].replace(",", ""))  # the capacity layer's
     # the CPU compile is shown failing: XLA:CPU has no ragged-all-to-all
     assert "`ragged-all-to-all` is not supported by XLA:CPU" in raised(book)["JaxRuntimeError"]
 
@@ -465,30 +473,11 @@ def test_nonzero_of_a_constant(book):
     assert len([e for e in errors(book, "moe") if "jnp.nonzero(const)" in e.source]) == 1
 
 
-def test_group_offset_emulated_with_zero_groups(book):
-    """jax-ml/jax#34168 on a GPU: ragged_dot with zero-weight groups before and after
-    a device's own gives the full ragged_dot's rows of its groups, zeros elsewhere."""
-    assert glued(book, "moe")["offset_emulation"] < 1e-6
-
-
-def test_normalized_gates_through_the_expert_parallel_layer(book):
-    diffs = glued(book, "moe")["norm_ep_diffs"]
-    assert diffs["normalised, EP vs reference"] < 1e-5
-    assert diffs["normalised vs default"] > 1e-3
-
-
 def test_data_and_expert_mesh(book):
     """A (data=2, expert=4) mesh: the reference's values and drops, all-to-alls in
     groups of 4, and the experts' gradients all-reduced over data."""
     g = glued(book, "moe")
-    assert all(d < 1e-5 for d in g["diffs_2d"].values())
     assert g["dropped_2d"] == g["dropped_ep"] > 0
     assert g["a2a_2d"] == [4, 4, 4, 4]
     experts, d, f = 16 // 4, 64, 128  # a device's experts, model and hidden widths
     assert g["expert_grad_reduce"] == f"{2 * experts * d * f * 4:,}"  # as glued
-
-
-def test_bfloat16_router_changes_some_choices(book):
-    """A float32 router (Switch Transformer's selective precision): in bfloat16 the
-    same router sends some tokens to other experts."""
-    assert 0 < glued(book, "moe")["bf16_flipped"] < 1024 // 10
