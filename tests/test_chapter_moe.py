@@ -254,15 +254,15 @@ def test_figure_and_faq(book):
 
 
 def test_dropless_layer_lowers_for_gpu_and_tpu(book):
-    """The dropless layer: counts, offsets, dispatch, offsets, return; its gradient
-    sends the runs back with two more ragged_all_to_alls; it sends every routed row
-    once."""
+    """The dropless layer's gradient: counts, offsets, dispatch, offsets, return, then
+    the runs sent back by two more ragged_all_to_alls; every routed row sent once."""
     g = glued(book, "moe")
     ops = g["dropless_ops"]
-    assert sorted(ops) == ["forward cuda", "forward tpu", "gradient cuda"]
+    assert sorted(ops) == ["cuda", "tpu"]
     forward = ["all_to_all", "all_to_all", "ragged_all_to_all", "all_to_all", "ragged_all_to_all"]
-    assert ops["forward cuda"] == ops["forward tpu"] == forward
-    assert ops["gradient cuda"].count("ragged_all_to_all") == 2 + g["dropless_grad_ragged"]
+    assert ops["cuda"] == ops["tpu"]
+    assert ops["cuda"][:5] == forward
+    assert ops["cuda"].count("ragged_all_to_all") == 2 + g["dropless_grad_ragged"]
     assert g["dropless_buffer"] == 8
     tokens, k, d = 1024 // 8, 2, 64  # per device
     assert g["dropless_sent"] == f"{tokens * k * d * 4:,}"  # every routed row, float32
