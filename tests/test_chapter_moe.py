@@ -350,24 +350,13 @@ def test_sending_once_per_device(book):
 
 def test_balance_loss_in_the_training_step(book):
     """Task loss plus alpha times the per-group auxiliary loss, trained through moe_ep:
-    both weights fit the task; the weighted one ends better balanced, with fewer drops,
-    and changing alpha (an argument) compiles nothing new."""
+    both weights fit the task; the weighted one ends better balanced, with fewer drops."""
     g = glued(book, "moe")
     runs = g["alpha_runs"]
     task0, aux1, drop1 = runs["0.0"]
     task2, aux2, drop2 = runs["0.01"]
     assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
     assert max(task0, task2) < 0.1
-    # compilations at steps 1, 2, 3 and over steps 4-40: the first run, from
-    # opt.init's one-device step counter, compiles at step 1 and again at step 2
-    # (the counter is now on the mesh); the second run, whose counter was put on
-    # the mesh before step 1, reuses that second program whatever its alpha
-    steps = g["alpha_step_compiles"]
-    assert steps["0.01"][0] >= 1 and steps["0.01"][1] >= 1
-    assert steps["0.01"][2:] == [0, 0]
-    assert steps["0.0"] == [0, 0, 0, 0]
-    assert g["alpha_init_compiles"] == sum(steps["0.01"])
-    assert g["alpha_fixed_compiles"] == sum(steps["0.0"]) == 0
     # the prose quotes the table's digits
     assert g["alpha_task0"] == f"{task0:.4f}"
     assert g["alpha_task1"] == f"{task2:.4f}"
