@@ -173,7 +173,7 @@ def test_all_to_all_bytes_match_the_formula(book):
     assert g["a2a"] == [per_device] * 4
     # exercise: Switch routing, k = 1 and capacity factor 1
     switch = E * cap(LOCAL, E, 1, 1.0) * D * 4
-    assert g["ex_switch"] == [8, switch, [switch] * 4]
+    assert g["ex_switch"] == [8, switch, [switch] * 2]  # there and back
 
 
 def test_flops_follow_the_six_n_t_rule(book):
@@ -253,12 +253,20 @@ def test_figure_and_faq(book):
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
 
 
-def test_dropless_dispatch_lowers_for_gpu_and_tpu(book):
+def test_dropless_layer_lowers_for_gpu_and_tpu(book):
+    """The dropless layer's gradient: counts, offsets, dispatch, offsets, return, then
+    the runs sent back by two more ragged_all_to_alls; every routed row sent once."""
     g = glued(book, "moe")
     ops = g["dropless_ops"]
     assert sorted(ops) == ["cuda", "tpu"]
-    assert all(o == ["all_to_all", "all_to_all", "ragged_all_to_all"] for o in ops.values())
+    forward = ["all_to_all", "all_to_all", "ragged_all_to_all", "all_to_all", "ragged_all_to_all"]
+    assert ops["cuda"] == ops["tpu"]
+    assert ops["cuda"][:5] == forward
+    assert ops["cuda"].count("ragged_all_to_all") == 2 + g["dropless_grad_ragged"]
     assert g["dropless_buffer"] == 8
+    tokens, k, d = 1024 // 8, 2, 64  # per device
+    assert g["dropless_sent"] == f"{tokens * k * d * 4:,}"  # every routed row, float32
+    assert tokens * k * d * 4 < int(g["a2a_bytes"].replace(",", ""))  # the capacity layer's
     # the CPU compile is shown failing: XLA:CPU has no ragged-all-to-all
     assert "`ragged-all-to-all` is not supported by XLA:CPU" in raised(book)["JaxRuntimeError"]
 
@@ -270,20 +278,8 @@ def test_top_k_order_smallest_and_axis(book):
     values, indices = g["top_k_order"]
     assert indices == order.tolist() == [1, 4, 3, 0, 2]
     assert values == scores[order].tolist()
-    # the k smallest: -x overflows for integers, ~x does not
-    keys = g["smallest_keys"]
-    int8 = np.array([5, -128, 3, 127, -3])
-    uint8 = np.array([5, 0, 3, 200, 1])
-    assert keys["int8 ~x"] == np.sort(int8)[:2].tolist()
-    assert keys["uint8 ~x"] == np.sort(uint8)[:2].tolist()
-    assert int8.min() not in keys["int8 -x"]
-    assert uint8.min() not in keys["uint8 -x"]
     shape, ops = g["top_k_axis"]
     assert shape == [2, 3] and ops == ["chlo.top_k", "stablehlo.transpose"]
-    assert g["top_k_programs"] == {
-        "top_k": [["chlo.top_k"], "a TopK custom call"],
-        "sort and slice": [["stablehlo.sort"], "a sort of the row"],
-    }
 
 
 def test_pallas_triton_flag_error_is_shown(book):
@@ -324,15 +320,6 @@ def test_nonzero_padding_and_the_three_argument_where(book):
     assert "The size argument of jnp.nonzero must be statically specified" in message
 
 
-def test_all_to_all_in_groups_and_vmap_inside_shard_map(book):
-    """jax-ml/jax#5861 (axis_index_groups) and #4141 (vmap inside the devices)."""
-    g = glued(book, "moe")
-    # Each grouping's output equals the transpose the asker expected (the claim
-    # compares them in the chapter; both groupings are recorded).
-    assert g["a2a_groups"] == {"[[0, 1], [2, 3]]": True, "[[0, 2], [1, 3]]": True}
-    assert g["vmap_inside"] is True
-
-
 def test_group_offset_is_refused_by_ragged_dot_and_taken_by_megablox(book):
     """jax-ml/jax#34168: ragged_dot refuses an array group_offset on this JAX; the
     TPU kernel megablox.gmm has the parameter."""
@@ -363,22 +350,13 @@ def test_sending_once_per_device(book):
 
 def test_balance_loss_in_the_training_step(book):
     """Task loss plus alpha times the per-group auxiliary loss, trained through moe_ep:
-    both weights fit the task; the weighted one ends better balanced, with fewer drops,
-    and changing alpha (an argument) compiles nothing new."""
+    both weights fit the task; the weighted one ends better balanced, with fewer drops."""
     g = glued(book, "moe")
     runs = g["alpha_runs"]
     task0, aux1, drop1 = runs["0.0"]
     task2, aux2, drop2 = runs["0.01"]
     assert aux2 < aux1 and drop2 < drop1 < int(g["alpha_start_drop"])
     assert max(task0, task2) < 0.1
-    # compilations at step 1 and over steps 2-40: the run whose step counter was
-    # put on the mesh compiled once; the run from opt.init's one-device counter
-    # compiled once more at step 1 and then reused the first run's program,
-    # whatever alpha
-    steps = g["alpha_step_compiles"]
-    assert steps["0.0"][1] == steps["0.01"][1] == 0
-    assert steps["0.01"][0] >= 1
-    assert g["alpha_fixed_compiles"] == sum(steps["0.0"]) == 1
     # the prose quotes the table's digits
     assert g["alpha_task0"] == f"{task0:.4f}"
     assert g["alpha_task1"] == f"{task2:.4f}"
@@ -446,12 +424,6 @@ def test_group_offset_is_implemented_on_no_platform(book):
     )
 
 
-def test_all_to_all_on_complex_arrays(book):
-    """jax-ml/jax#18122: two all_to_alls undo each other on complex arrays too (CPU)."""
-    g = glued(book, "moe")
-    assert g["a2a_complex"] == {"float32": [0.0, 0.0], "complex64": [0.0, 0.0]}
-
-
 def test_gradient_of_untiled_all_to_all_raises(book):
     """jax-ml/jax#15982: the untiled exchange between two axes has no gradient on
     JAX 0.10.2; the tiled form plus a reshape differentiates, exactly as the dense
@@ -479,3 +451,22 @@ def test_ragged_difference_is_said_exactly(book):
     g = glued(book, "moe")
     said = g["ragged_diff_said"]
     assert (said == "exactly zero") == (float(g["ragged_diff"]) == 0.0)
+
+
+def test_nonzero_of_a_constant(book):
+    """jax-ml/jax#5280: jnp.nonzero of a constant raises under jit; np.nonzero of it
+    runs at trace time."""
+    g = glued(book, "moe")
+    assert g["const_nonzero"] == np.nonzero(np.array([0, 1, 2]))[0].tolist()
+    assert "ConcretizationTypeError" in raised(book)
+    assert len([e for e in errors(book, "moe") if "jnp.nonzero(const)" in e.source]) == 1
+
+
+def test_data_and_expert_mesh(book):
+    """A (data=2, expert=4) mesh: the reference's values and drops, all-to-alls in
+    groups of 4, and the experts' gradients all-reduced over data."""
+    g = glued(book, "moe")
+    assert g["dropped_2d"] == g["dropped_ep"] > 0
+    assert g["a2a_2d"] == [4, 4, 4, 4]
+    experts, d, f = 16 // 4, 64, 128  # a device's experts, model and hidden widths
+    assert g["expert_grad_reduce"] == f"{2 * experts * d * f * 4:,}"  # as glued
