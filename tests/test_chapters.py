@@ -381,10 +381,6 @@ ENFORCED = {"<", "<=", ">", ">=", "!="}
 #: so the list only shrinks.
 KNOWN_RESTATEMENTS: dict[str, tuple[set[str], str]] = {
     "inference": ({"cpu_key_ratio"}, "its test is being rewritten (r32)"),
-    "moe": (
-        {"gate_sums", "ep_diffs", "nnx_diffs", "gmm_ep_diffs", "gshard_diff"},
-        "its test is being rewritten (r32)",
-    ),
 }
 
 
