@@ -151,7 +151,7 @@ def test_donation_aliases_the_whole_cache(book):
 def test_prefill_buckets(book):
     """jax-ml/jax#2521: a prefill per prompt length, or one per bucket."""
     g = glued(book, CHAPTER)
-    assert g["naive_traces"] == 4  # 4 tokens, 4 lengths
+    assert g["naive_traces"] == 3  # 3 tokens, 3 lengths
     lengths = (6, 11, 17, 21)
     assert g["prefill_exact_compiles"] == len(set(lengths))
     # Powers of two from 16: the smallest that holds each prompt.
