@@ -375,15 +375,6 @@ def restatements(
 #: a sweep of their own: add ``"=="`` and ``"is"`` here to list them.
 ENFORCED = {"<", "<=", ">", ">=", "!="}
 
-#: Restatements known and left for now, by chapter, each with the reason. The chapters'
-#: tests named here were being rewritten in other changes when the check came (code
-#: review r32, section 3, item 1); an entry that no longer matches fails the test below,
-#: so the list only shrinks.
-KNOWN_RESTATEMENTS: dict[str, tuple[set[str], str]] = {
-    "inference": ({"cpu_key_ratio"}, "its test is being rewritten (r32)"),
-}
-
-
 @pytest.mark.parametrize("chapter", executed_chapters())
 def test_chapter_tests_do_not_restate_claims(chapter):
     """No chapter test compares a claim's glued value with the bound the claim checks
@@ -393,14 +384,11 @@ def test_chapter_tests_do_not_restate_claims(chapter):
         pytest.skip(f"{chapter} has no test of its own")
     conditions = claim_conditions(code_of((ROOT / "book" / f"{chapter}.md").read_text()))
     found = [r for r in restatements(test.read_text(), conditions) if r[2].split()[0] in ENFORCED]
-    known, why = KNOWN_RESTATEMENTS.get(chapter, (set(), ""))
-    new = [f"{test.name}:{line}: {key} {cond}" for line, key, cond in found if key not in known]
+    new = [f"{test.name}:{line}: {key} {cond}" for line, key, cond in found]
     assert not new, (
         f"{chapter}'s test restates claims of book/{chapter}.md; assert against an "
         f"independent computation, or leave the claim to the build: {new}"
     )
-    stale = known - {key for _, key, _ in found}
-    assert not stale, f"KNOWN_RESTATEMENTS[{chapter!r}] lists {sorted(stale)}, no longer restated"
 
 
 def test_restatements_are_found():
