@@ -375,6 +375,7 @@ def restatements(
 #: a sweep of their own: add ``"=="`` and ``"is"`` here to list them.
 ENFORCED = {"<", "<=", ">", ">=", "!="}
 
+
 @pytest.mark.parametrize("chapter", executed_chapters())
 def test_chapter_tests_do_not_restate_claims(chapter):
     """No chapter test compares a claim's glued value with the bound the claim checks
