@@ -102,6 +102,19 @@ def test_training(book):
     assert big_ms * 1e3 > 3 * float(g["big_return_us"].replace(",", ""))
     # The host's cost per array is measured: identities over 1, the step's and 100 arrays.
     assert g["identity_sizes"] == [1, g["step_arrays"], 100]
+    # The host share is the identity over the step's arrays against the step's ready
+    # time (glued rounded), not the step's own return time.
+    share = float(g["identity_step_us"].replace(",", "")) / float(
+        g["step_ready_us"].replace(",", "")
+    )
+    assert abs(pct(g["step_host_share"]) - share) <= 0.01 + 0.02 * share
+    assert 0 <= g["step_done_on_return"] <= 15
+    # Gradient accumulation: 3 zero updates, then the step; the extra state is one
+    # float32 copy of the parameters (and a few counters).
+    assert g["accum_changed"] == [False, False, False, True]
+    assert 4 * n_params <= int(g["accum_extra_bytes"].replace(",", "")) <= 4 * n_params + 64
+    # The kept step 75 restored intact.
+    assert g["ckpt_75_same"] is True
     assert "bound by dispatch" in text
     # The dispatch queue: the glued times of its last calls agree with each other.
     steps = float(g["queue_last_steps"])  # the last 40 calls' time in steps, from rounded glue
