@@ -243,7 +243,7 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     assert g["early_lines"][0][1].startswith("WAITING_SINCE ")
     ran, waited = g["early_split"]
     assert 1 < waited < min(ran, 60)  # past the 1 s limit, far from the 300 s default
-    assert g["early_seconds"] == f"{ran:.0f} s" and g["early_waited"] == f"{waited:.0f} s"
+    assert g["early_seconds"] == f"{ran:.1f} s" and g["early_waited"] == f"{waited:.1f} s"
     # The page shows the lines without the timing marker; process 0's join timed out.
     shown = cell_output(book, "multiprocess", 'drop=("WAITING_SINCE",)')
     assert "WAITING_SINCE" not in shown
