@@ -442,3 +442,21 @@ def test_the_builds_garbage_collector_setting_ends_with_the_build(monkeypatch):
         assert gc.get_threshold() == (before[0], before[1], 7)
     finally:
         gc.set_threshold(*before)
+
+
+def _worker_sees(_: int) -> tuple[bool, str]:
+    """What a pool worker sees of the parent's execution set-up."""
+    return bool(jupyter_kernels.KERNEL_ENV), jupyter_kernels.KERNEL_ENV.get(
+        "JAXGUIDE_TEST_MARK", ""
+    )
+
+
+# This test process has imported JAX (other tests did), which warns at any fork; the
+# build's own process does not import it.
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+def test_pool_workers_inherit_the_kernels_environment(monkeypatch):
+    """The parallel executor's workers see the parent's kernel environment (strict
+    claims among it), whatever the platform's default start method."""
+    monkeypatch.setitem(jupyter_kernels.KERNEL_ENV, "JAXGUIDE_TEST_MARK", "set in the parent")
+    with execution.POOL_CONTEXT.Pool(1) as pool:
+        assert pool.map(_worker_sees, [0]) == [(True, "set in the parent")]

@@ -223,13 +223,21 @@ class LongestFirst(JupyterExecutorLocalMproc):
         # As jupyter-cache does: its workers log through multiprocessing's logger, at
         # this executor's level (critical only: the build reports failures itself).
         multiprocessing.log_to_stderr(self.logger.level)
-        with multiprocessing.Pool() as pool:
+        with POOL_CONTEXT.Pool() as pool:
             results = list(pool.imap_unordered(self._EXECUTION_WORKER(), work, chunksize=1))
         return ExecutorRunResult(
             succeeded=[p for i, p in results if i == 0],
             excepted=[p for i, p in results if i == 1],
             errored=[p for i, p in results if i == 2],
         )
+
+
+#: Workers are forked, whatever the platform's default start method: the execution
+#: patches (``patches.install``) and the kernels' environment
+#: (``jupyter_kernels.KERNEL_ENV``, strict claims included) are this process's
+#: globals, and a spawned or forkserver worker (macOS's default; Linux's from Python
+#: 3.14) would start without them, running kernels that let a false claim pass.
+POOL_CONTEXT = multiprocessing.get_context("fork")
 
 
 def failure_report(chapter: str, traceback: str) -> str:
