@@ -41,6 +41,7 @@ __all__ = [
     "FAILED_MARK",
     "ClaimError",
     "Provenance",
+    "STRICT_ENV",
     "checking",
     "claim",
     "failed_claims",

@@ -19,7 +19,7 @@ patch                                package          code                 insta
 ``myst-nb stream merge``             myst-nb          here                 ``jaxguide_build``
 ``myst-nb cached notebook``          myst-nb          here                 ``jaxguide_build``
 ``nbclient kernel manager``          nbclient         here                 ``execution``
-``jupyter-client kernel manager``    jupyter-client   ``jupyter_kernels``  ``execution``
+``jupyter-client kernel manager``    jupyter-client   ``notebook_runs``    ``execution``
 ``jupyter-cache worker chapter``     jupyter-cache    here                 ``execution``
 ``jupyter-cache single parse``       jupyter-cache    here                 ``execution``
 ``jupyter-cache parallel executor``  jupyter-cache    ``execution``        ``execution``
