@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bookcheck import ROOT
 from jaxguide import hardware
 
 
@@ -61,3 +62,22 @@ def test_onchip_memory_matches_jax_own_table():
         assert c.sources["registers per SM"] == hardware.CUDA_LIMITS
         # the register file is larger than the shared memory beside it
         assert c.registers_bytes > c.onchip_bytes
+
+
+def test_measured_runs_are_below_their_chips_peaks():
+    """Each stored accelerator run: one rate of each kind per chapter run, every one
+    a fraction of the published peak it is divided by (a rate above it is a typo)."""
+    for name, run in hardware.MEASURED.items():
+        assert run.chip == name and name in hardware.CHIPS
+        assert len(run.chapters) == len(run.matmul_flops) == len(run.copy_bandwidth) > 0
+        peak = hardware.chip(name)
+        assert all(0.3 < r / peak.flops("bf16") < 1 for r in run.matmul_flops)
+        assert all(0.3 < r / peak.hbm_bandwidth < 1 for r in run.copy_bandwidth)
+        assert (ROOT / run.report).is_file()
+
+
+def test_measured_names_the_chips_it_has():
+    with pytest.raises(ValueError, match="H100 SXM"):
+        hardware.measured("TPU v5e")
+    with pytest.raises(TypeError):
+        hardware.measured(5)  # type: ignore[arg-type]

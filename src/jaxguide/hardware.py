@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 from jaxguide import _checks
 
-__all__ = ["CHIPS", "Chip", "chip", "names"]
+__all__ = ["CHIPS", "MEASURED", "Chip", "Measured", "chip", "measured", "names"]
 
 #: Where the figures come from.
 SCALING_BOOK_TPUS = "https://jax-ml.github.io/scaling-book/tpus/"
@@ -243,3 +243,126 @@ def chip(name: str) -> Chip:
     """
     _checks.string("chip", "name", name, example="'TPU v5e'")
     return CHIPS[_checks.one_of("chip", "name", name, tuple(CHIPS))]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Rates one run of ``bench/accelerator_check.py`` measured on a real accelerator:
+    what a program reached, beside :class:`Chip`'s published peaks.
+
+    Attributes:
+        chip: the :data:`CHIPS` entry the device is (its peaks divide these rates).
+        device: the device as JAX named it.
+        jax: the JAX version of the run.
+        matmul: the timed matmul.
+        copy: the timed copy.
+        chapters: the chapter each run came with (one timing per chapter run).
+        matmul_flops: the matmul's FLOP/s, one per run, three significant digits.
+        copy_bandwidth: the copy's bytes/s (read + written), one per run.
+        report: the run's report, in the repository.
+
+    Example:
+        >>> run = measured("H100 SXM")
+        >>> peak = chip(run.chip).flops("bf16")
+        >>> f"{min(run.matmul_flops) / peak:.0%} to {max(run.matmul_flops) / peak:.0%}"
+        '70% to 78%'
+    """
+
+    chip: str
+    device: str
+    jax: str
+    matmul: str
+    copy: str
+    chapters: tuple[str, ...]
+    matmul_flops: tuple[float, ...]
+    copy_bandwidth: tuple[float, ...]
+    report: str
+
+
+#: Accelerator runs, by the :data:`CHIPS` name of their device. Stored here, in the
+#: package, so that a chapter reads them in Colab too and the build re-executes what
+#: reads them when they change.
+MEASURED: MappingProxyType[str, Measured] = MappingProxyType(
+    {
+        "H100 SXM": Measured(
+            chip="H100 SXM",
+            device="NVIDIA H100 80GB HBM3",
+            jax="0.11.2",
+            matmul="8192×8192 bfloat16",
+            copy="1024 MiB read + written",
+            chapters=(
+                "inference",
+                "scaling",
+                "long_context",
+                "moe",
+                "pipeline",
+                "accelerators",
+                "training",
+                "sharding",
+                "shard_map",
+                "pmap",
+                "autodiff",
+                "random",
+                "control_flow",
+                "migration",
+                "multiprocess",
+            ),
+            matmul_flops=(
+                6.95e14,
+                7.23e14,
+                7.31e14,
+                7.15e14,
+                7.35e14,
+                7.33e14,
+                7.33e14,
+                7.69e14,
+                7.66e14,
+                7.55e14,
+                7.4e14,
+                7.46e14,
+                7.73e14,
+                7.65e14,
+                7.46e14,
+            ),
+            copy_bandwidth=(
+                2.11e12,
+                2.22e12,
+                2.31e12,
+                2.25e12,
+                2.39e12,
+                2.35e12,
+                2.42e12,
+                2.42e12,
+                2.46e12,
+                2.48e12,
+                2.34e12,
+                2.45e12,
+                2.49e12,
+                2.36e12,
+                2.42e12,
+            ),
+            report="bench/reports/h100-2026-11-26.md",
+        ),
+    }
+)
+
+
+def measured(name: str) -> Measured:
+    """The rates an accelerator run measured on the chip ``name``.
+
+    Args:
+        name: a key of :data:`MEASURED` (``"H100 SXM"``).
+
+    Returns:
+        The :class:`Measured` run.
+
+    Raises:
+        TypeError: ``name`` is not a str.
+        ValueError: no run is stored for that chip (the message lists those there are).
+
+    Example:
+        >>> measured("H100 SXM").jax
+        '0.11.2'
+    """
+    _checks.string("measured", "name", name, example="'H100 SXM'")
+    return MEASURED[_checks.one_of("measured", "name", name, tuple(MEASURED))]
