@@ -387,3 +387,11 @@ def test_a_guarded_check_reports_an_error_and_carries_on(capsys, monkeypatch):
         exec(compile(wrapped, "cell", "exec"), scope)
     for kept in ('%xmode Minimal\nglue("a", 1)', 'text = """a\nb"""\nglue("t", text)'):
         assert notebooks.guarded(kept, ["a"]) == kept
+
+
+def test_inline_code_that_looks_like_a_role_is_kept():
+    """A type JAX prints, `{V:x}`, quoted in backticks, stays as written; a role beside
+    it still converts."""
+    md = "varies over `x` (`{V:x}`), the `psum` does not ({ref}`shard-map`)."
+    assert notebooks.ROLE.findall(md) == [("ref", "shard-map")]
+    assert notebooks.MYST_LEFT.search("(`{V:x}`)") is None

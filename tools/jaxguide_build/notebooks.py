@@ -59,7 +59,9 @@ DIRECTIVE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?",
     re.S | re.M,
 )
-ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<text>[^`]*)`")
+# A role: {name}`text`. Not inside inline code: `{V:x}` (a type JAX prints, quoted in
+# backticks) starts with a backtick and is left as it is.
+ROLE = re.compile(r"(?<!`)\{(?P<name>[\w:-]+)\}`(?P<text>[^`]*)`")
 ADMONITIONS = {
     "note",
     "tip",
@@ -76,7 +78,7 @@ ADMONITIONS = {
     "margin",
 }
 #: What is left of MyST in a notebook's markdown if the conversion missed something.
-MYST_LEFT = re.compile(r"^(`{3,}|:{3,})\{[\w:-]+\}|\{[\w:-]+\}`|^\([\w-]+\)=\s*$", re.M)
+MYST_LEFT = re.compile(r"^(`{3,}|:{3,})\{[\w:-]+\}|(?<!`)\{[\w:-]+\}`|^\([\w-]+\)=\s*$", re.M)
 
 
 SOLUTION_END = "\x00E\x00"
