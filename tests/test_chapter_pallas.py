@@ -5,7 +5,6 @@ compilers refuse) are the ones the prose describes."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -482,33 +481,29 @@ def test_speed_floors_by_hand(g, text):
 
 
 def test_measured_h100_fractions_from_the_runs_data(g, text):
-    """The H100 runs' rates live in one file beside their report; the page glues the
-    fractions of the published peaks (H100 SXM: 9.89e14 FLOP/s, 3.35e12 bytes/s)."""
-    runs = json.loads(
-        (Path(__file__).parents[1] / "bench/reports/h100-2026-11-26.json").read_text()
-    )
-    assert runs["chip"] == "H100 SXM" and len(runs["runs"]) >= 5
-    for key, rate, peak in [
-        ("h100_matmul_share", "matmul_flop_per_s", 9.89e14),
-        ("h100_copy_share", "copy_bytes_per_s", 3.35e12),
+    """The H100 runs' rates live in one place, jaxguide.hardware.MEASURED; the page
+    glues their fractions of the published peaks (H100 SXM: 9.89e14 FLOP/s, 3.35e12
+    bytes/s)."""
+    run = hardware.measured("H100 SXM")
+    assert len(run.chapters) >= 5
+    for key, rates, peak in [
+        ("h100_matmul_share", run.matmul_flops, 9.89e14),
+        ("h100_copy_share", run.copy_bandwidth, 3.35e12),
     ]:
-        shares = [r[rate] / peak for r in runs["runs"]]
+        shares = [r / peak for r in rates]
         assert g[key] == f"{min(shares):.0%} to {max(shares):.0%}"
         assert g[key] in text
-    assert (g["h100_matmul_share"], g["h100_copy_share"]) == ("70% to 78%", "63% to 74%")
-    assert g["h100_runs"] == f"{len(runs['runs'])} runs" and g["h100_jax"] == runs["jax"]
+    assert g["h100_runs"] == f"{len(run.chapters)} runs" and g["h100_jax"] == run.jax
 
 
 def test_h100_floors_with_l2_reuse(g, text):
     """Per wave of 132 tiles of 128 x 128 (11 x 12), each row of A and column of B comes
     from HBM once: 8192^3 in bfloat16 is then FLOPs-bound on an H100, its floor below
     every measured XLA time, while the per-tile count sits above them all."""
-    runs = json.loads(
-        (Path(__file__).parents[1] / "bench/reports/h100-2026-11-26.json").read_text()
-    )["runs"]
+    rates = hardware.measured("H100 SXM").matmul_flops
     n, b, peak, bw = 8192, 128, 9.89e14, 3.35e12
     flops = 2 * n**3
-    measured = [1e6 * flops / r["matmul_flop_per_s"] for r in runs]
+    measured = [1e6 * flops / r for r in rates]
     assert g["h100_xla_us"] == f"{min(measured):.0f} to {max(measured):.0f} µs"
     per_tile = BF16 * (2 * n * n * (n // b) + n * n)
     waves = (n // b) ** 2 / 132
