@@ -181,3 +181,31 @@ def test_group_size_formats():
     assert _group_size("source_target_pairs={{0,1},{1,2},{2,0}}") == 3
     assert _group_size("replica_groups={}, to_apply=%add", devices=8) == 8  # one group: all
     assert _group_size("channel_id=1, to_apply=%add", devices=8) == 8
+
+
+def test_instructions_reads_a_loop_body_and_refuses_a_missing_computation():
+    from jaxguide.compiled import instructions
+
+    def body(i, c):
+        return jnp.tanh(c) @ c
+
+    hlo = (
+        jax.jit(lambda x: jax.lax.fori_loop(0, 3, body, x))
+        .lower(jnp.ones((4, 4)))
+        .compile()
+        .as_text()
+    )
+    (loop,) = instructions(hlo, op="while")
+    inside = instructions(hlo, computation=loop.attr("body"))
+    assert [i.dims for i in inside if i.op == "dot"] == [(4, 4)]
+    assert all(i.computation == loop.attr("body") for i in inside)
+    assert not loop.entry and all(not i.entry for i in inside)
+    entry = instructions(hlo, computation="ENTRY")
+    assert entry and all(i.entry for i in entry)
+    assert len(instructions(hlo)) > len(entry) + len(inside)
+    with pytest.raises(ValueError, match="no such computation"):
+        instructions(hlo, computation="nowhere")
+    with pytest.raises(TypeError, match="op"):
+        instructions(hlo, op=3)
+    with pytest.raises(TypeError, match="hlo"):
+        instructions(None)

@@ -47,6 +47,9 @@ __all__ = [
     "pass_of",
     "scopes_of",
     "parameter_of",
+    # Every instruction of a program's HLO text, for chapters that read it.
+    "Instruction",
+    "instructions",
 ]
 
 #: The collective operations :func:`analyze` reports, by their HLO names.
@@ -159,13 +162,113 @@ def _split_instruction(rest: str) -> tuple[str, str, str, str] | None:
 
 
 @dataclass(frozen=True)
-class _Instruction:
+class Instruction:
+    """One instruction of HLO text: ``%name = shape op(operands), attrs``.
+
+    Attributes:
+        name: the instruction's name, without ``%``.
+        shape: its result type as printed, layout included (``'f32[8,16]{1,0}'``, or a
+            tuple ``'(f32[8]{0}, s32[])'``).
+        op: the operation (``'dot'``, ``'fusion'``, ``'all-reduce-start'``, ...).
+        operands: the names of the instructions it reads, in order, without ``%``.
+        attrs: everything after the operand list (``calls=``, ``metadata=``, ...).
+        computation: the computation it belongs to (``''`` for a line on its own).
+        entry: whether that computation is the program's ENTRY.
+    """
+
     name: str
     shape: str
     op: str
     operands: tuple[str, ...]
     attrs: str
     computation: str
+    entry: bool = False
+
+    @property
+    def arrays(self) -> list[tuple[str, tuple[int, ...]]]:
+        """The result's arrays as ``(dtype, dims)``: one, or one per tuple element."""
+        return _arrays(self.shape)
+
+    @property
+    def dtype(self) -> str:
+        """The result's element type (``'f32'``); a tuple result gives its first."""
+        arrays = self.arrays
+        return arrays[0][0] if arrays else ""
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The result's dimensions (``(8, 16)``); a tuple result gives its first."""
+        arrays = self.arrays
+        return arrays[0][1] if arrays else ()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the result (every element of a tuple), per device."""
+        return _nbytes(self.arrays)
+
+    def attr(self, key: str) -> str | None:
+        """One attribute's value as printed, or None: ``attr('calls')`` is the fused
+        computation's name (without ``%``), ``attr('kind')`` a fusion's kind."""
+        match = re.search(rf"(?:^|[\s,]){re.escape(key)}=(\{{[^}}]*\}}|[^,\s]+)", self.attrs)
+        return match.group(1).lstrip("%") if match else None
+
+
+def instructions(
+    hlo: str, *, computation: str | None = None, op: str | None = None
+) -> list[Instruction]:
+    """Every instruction of a program's HLO text, in order, optionally filtered.
+
+    Args:
+        hlo: HLO text, for instance ``jax.jit(f).lower(x).compile().as_text()``.
+        computation: keep one computation's instructions: its name (from
+            :meth:`Instruction.attr`, e.g. a fusion's ``calls`` or a loop's ``body``), or
+            ``"ENTRY"`` for the program's entry computation.
+        op: keep only instructions of this operation (``"dot"``, ``"fusion"``, ...).
+
+    Returns:
+        The instructions, in program order.
+
+    Raises:
+        TypeError: ``hlo`` is not a string, or a filter is not a string.
+        ValueError: ``hlo`` is empty, or ``computation`` names no computation in it.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> hlo = jax.jit(lambda x: jnp.sin(x) * 2.0).lower(
+        ...     jnp.ones((8, 4))).compile().as_text()
+        >>> [(i.op, i.dims) for i in instructions(hlo, computation="ENTRY")]
+        [('parameter', (8, 4)), ('fusion', (8, 4))]
+        >>> fused = instructions(hlo, op="fusion")[0]
+        >>> fused.dtype, fused.nbytes, fused.attr("kind")
+        ('f32', 128, 'kLoop')
+        >>> [i.op for i in instructions(hlo, computation=fused.attr("calls"))]
+        ['parameter', 'sine', 'constant', 'broadcast', 'multiply']
+    """
+    _checks.string("instructions", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
+    for arg, value in (("computation", computation), ("op", op)):
+        if value is not None and not isinstance(value, str):
+            raise _checks.wrong_type(
+                "instructions", arg, value, "a string or None", f"pass {arg}='...'"
+            )
+    computations, _ = _parse(hlo)
+    if computation is not None:
+        if computation == "ENTRY":
+            found = [c for c, ins in computations.items() if ins and ins[0].entry]
+        else:
+            found = [c for c in computations if c == computation.lstrip("%")]
+        if not found:
+            raise ValueError(
+                f"instructions(computation={computation!r}): no such computation in hlo "
+                f"(it has {len(computations)}, e.g. {sorted(computations)[:3]}); pass "
+                "'ENTRY' or a name from Instruction.attr('calls') or attr('body')"
+            )
+        chosen = computations[found[0]]
+    else:
+        chosen = [ins for group in computations.values() for ins in group]
+    return [ins for ins in chosen if op is None or ins.op == op]
+
+
+_Instruction = Instruction  # the name the package's readers use
 
 
 def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruction]]:
@@ -174,12 +277,12 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
     Instruction lines outside a computation (a line quoted on its own) belong to ``""``."""
     computations: dict[str, list[_Instruction]] = {}
     by_name: dict[str, _Instruction] = {}
-    current = None
+    current, entry = None, False
     for line in hlo.splitlines():
         if current is None:
             match = _COMPUTATION.match(line)
             if match:
-                current = match.group(1)
+                current, entry = match.group(1), line.startswith("ENTRY")
                 computations[current] = []
                 continue
         elif line.strip() == "}":
@@ -193,7 +296,9 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
             continue
         shape, op, args, attrs = parts
         operands = tuple(re.findall(r"%([\w.\-]+)", args))
-        ins = _Instruction(match.group(1), shape, op, operands, attrs, current or "")
+        ins = _Instruction(
+            match.group(1), shape, op, operands, attrs, current or "", current is not None and entry
+        )
         computations.setdefault(current or "", []).append(ins)
         by_name[ins.name] = ins
     return computations, by_name
