@@ -31,7 +31,6 @@ def test_explicit_and_auto_meshes(book, g, text):
     # Inferred in_specs on an Explicit mesh: a plain array is replicated, 8 copies of
     # the 16 numbers come back; a placed one is split.
     assert (g["inferred_plain"], g["inferred_placed"]) == (P_DEV * 16, 16)
-    assert g["placed_type"] == "float32[16@x]"
     out = cell_output(book, CHAPTER, 'explicit_mesh = jax.make_mesh((8,), ("x",))')
     assert "does not match the specs of the input" in out, out
     # An input committed to one device is refused (the cell catches the ValueError).
@@ -41,7 +40,6 @@ def test_explicit_and_auto_meshes(book, g, text):
 
 def test_local_and_global(book, g, text):
     assert g["block_type"] == f"float32[{16 // P_DEV}]{{V:x}}"
-    assert g["global_shape"] == [16]
     # jax.debug.print's lines, the lesson's own printing (no glued value): what each held.
     for d in range(P_DEV):
         assert f"device {d} holds [{2 * d}. {2 * d + 1}.]" in text
@@ -53,7 +51,6 @@ def test_psum_and_the_replication_check(book, g):
     blocks = np.arange(16.0).reshape(P_DEV, 2)
     assert g["partial_sums"] == blocks.sum(1).tolist()
     assert g["psum_total"] == blocks.sum() == 120
-    assert g["psum_types"] == ["float32[]{V:x}", "float32[]"]
     out = cell_output(book, CHAPTER, "def local_sum(b):")
     assert "could not infer replication" in out, out
     # The error names the reader's function, not an internal wrapper.
@@ -75,16 +72,11 @@ def test_primitives(g):
 
 
 def test_two_axes(g):
-    assert g["types_2d"] == ["float32[2,2]{V:(x,y)}", "float32[2,2]{V:x}", "float32[2,2]"]
     block = 2 * 2 * F32  # an (8, 4) grid on a 4 x 2 mesh
     assert g["groups_2d"] == [["all-reduce", block, 2], ["all-reduce", block, 8]]
-    # The names in {V:...} follow the mesh, whatever the spec's order.
-    assert g["order_type"] == "float32[1,1,1]{V:(x,y,z)}"
     ids = np.arange(8).reshape(4, 2)
     assert g["groups"] == {"y": ids.tolist(), "x": ids.T.tolist()}
-    assert g["groups_refusal"] == "NotImplementedError"
     # The nested-pmap replacement: one row of 3 per device, both mesh axes kept.
-    assert g["nested_type"] == "float32[1,1,3]{V:(x,y)}"
     assert g["nested_sum"] == "1.0000"
 
 
@@ -108,7 +100,6 @@ def test_partial_manual(book, g):
     }
     out = cell_output(book, CHAPTER, 'in_specs=P("data", "model"),')
     assert "ValueError" in out and "manual" in out, out
-    assert g["unbound_model"] == "Found an unbound axis name: model"  # caught: NameError
     out = cell_output(book, CHAPTER, "(rows @ weights).sum(), block),")
     assert "NotImplementedError" in out and "Closing over inputs to shard_map" in out, out
     # The shape of program (an unused mesh axis, lax.map inside) runs.
@@ -118,7 +109,6 @@ def test_partial_manual(book, g):
 def test_vma(book, g):
     out = cell_output(book, CHAPTER, "def swap_three_times(mine, shared):")
     assert "scan body function carry input and carry output must have equal types" in out
-    assert g["pcast_type"] == "float32[2]{V:x}"
     assert g["swap"] == [(np.arange(16.0) + 1).tolist(), {}]
     # A second psum adds the 8 copies, whatever check_vma says.
     assert g["psum_twice"] == {"True": [8.0, 64.0], "False": [8.0, 64.0]}
@@ -128,7 +118,6 @@ def test_random(book, g):
     out = cell_output(book, CHAPTER, "def draw(key, a):")
     assert "jax.random.beta requires all arguments to have matching type" in out, out
     assert "jax.lax.pcast" in out
-    assert g["fold_in_type"] == "key<fry>[]{V:x}"
     # pcast copies one key to every device: one pair of draws, 8 times; fold_in: 8 pairs.
     assert g["distinct_pairs"] == {
         "draw_same_key": 1,
@@ -203,8 +192,6 @@ def open_source(name):
 
 def test_old_errors_non_arrays_and_vmap(book):
     g = glued(book, "shard_map")
-    assert g["no_rule_ops"] is True
-    assert g["non_array_arg"] is True
     specs = g["vmap_specs"]
     totals = [sum(range(16 * r, 16 * r + 16)) for r in range(4)]
     assert specs["{}"] == ("P()", totals)
@@ -229,8 +216,6 @@ def test_mesh_cache(g):
 
 
 def test_choice_and_closure(g):
-    # A vmap-ed choice under shard_map: the one-device draws, every one allowed.
-    assert g["choice_sharded"] == [True, True]
     # 8 numbers vmapped over the 8-device axis; a closure under spmd_axis_name gets
     # P_DEV times too many back.
     n = P_DEV
@@ -242,16 +227,9 @@ def test_choice_and_closure(g):
     assert g["closure_wrong"] == n * P_DEV == 64
 
 
-def test_partial_manual_boundary(g):
-    # With model Explicit JAX's lowered program closes the columns at the shard_map's
-    # boundary (whole on every device, so every backend gathers); with Auto they stay open.
-    assert g["boundary_explicit"] == '[{"data"}, {}]'
-
-
 def test_pmax_and_nested_vmap(g):
     # pmax under the check (jax-ml/jax#20335): the largest of 0..15, replicated.
     assert int(g["pmax_top"]) == max(range(16)) == 15
-    assert g["pmax_type"] == "float32[]"
     # jax-ml/jax#23476: row r of a 2 x 4 block of ones gets r added.
     rows = [[1.0 + r] * 4 for r in range(2)]
     nested = g["nested_vmap"]
@@ -266,7 +244,6 @@ def test_collectives_need_shard_map(book, g):
     # axis name is unbound, and a current mesh (jax.set_mesh) does not bind it.
     out = cell_output(book, CHAPTER, "def psum_jit(v):")
     assert "NameError" in out and "unbound axis name: x" in out, out
-    assert g["set_mesh_refusal"] == "Found an unbound axis name: x"  # caught: NameError
     # The whole-array sum under jit and the psum under shard_map: sum(range(8)) both
     # ways, each through one all-reduce.
     total = float(np.arange(8.0).sum())
@@ -278,10 +255,6 @@ def test_collectives_need_shard_map(book, g):
 
 
 def test_collective_sharp_edges(g):
-    # axis_name=(): ppermute and all_to_all refuse outside a map, pmax inside
-    # shard_map (with a message about psum); the rest return their input.
-    assert g["empty_axes_outside"] == ["ppermute", "all_to_all"]
-    assert g["empty_axes_inside"] == ["pmax"]  # its claim: a ValueError about psum
     # all_gather over () adds no axis; over a mesh axis of size 1 it adds one. Each
     # device's block of the (16, 2) input is 16 // P_DEV rows.
     rows = 16 // P_DEV
@@ -310,6 +283,5 @@ def test_debug_print_gathers_under_jit(g, text):
     }
     # XLA logged the move: from the split over the 8 devices to device 0.
     assert g["print_moved_from"] == f"{{devices=[{P_DEV}]<=[{P_DEV}]}}"
-    assert g["print_moved_to"] == "{maximal device=0}"
     # The print ran once, with the whole array.
     assert "printed sees [0. 1. 2. 3. 4. 5. 6. 7.]" in text
