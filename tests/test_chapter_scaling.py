@@ -508,3 +508,29 @@ def test_fsdp_tp_mix(book):
     assert g["mix_need"] == f"{4 * alpha**2 / f:,.0f}"
     assert g["mix_need_now"] == f"{4 * alpha**2 / (4 * WIDTH):,.0f}"
     assert 4 * alpha**2 / f > tokens / n
+
+
+def test_rules_listing_a_name_twice(book):
+    """google/flax#1702's rules, `embed` on `model` and else on `data`: NNX keeps the
+    last rule of each name, so the activation's `batch` and `embed` both land on
+    `data`, which the error names."""
+    got = glued(book, "scaling")["rules_twice"]
+    assert "duplicate entries for `data`" in got["error"]
+    assert got["error"].count("'data'") == 2
+
+
+def test_sum_and_cumsum_counts(book):
+    """jax-ml/jax#19296: the prose's counts are the claim's, and n (n - 1) by hand."""
+    g = glued(book, "scaling")
+    n = 1024
+    _, before, after, windows = g["cumsum_flops"]["cumsum"]
+    assert g["cumsum_before"] == f"{n * (n - 1):,}" == f"{before:,.0f}"
+    assert g["cumsum_after"] == f"{after:,.0f}"
+    assert g["cumsum_windows"] == str(windows)
+
+
+def test_explicit_axes_survive_a_checkpoint(book):
+    """google/orbax#2408: the restored weight's mesh has the Explicit section's axis
+    types, one per mesh axis of its type string."""
+    typ, axes = glued(book, "scaling")["explicit_restored"]
+    assert set(axes) == {"Explicit"} and len(axes) == 2
