@@ -172,6 +172,13 @@ def test_replacements_run_and_agree(book):
     # program returned v + 1 (the claim captured what the callback printed).
     v = np.arange(3.0)
     assert g["debug_callback"] == {"host saw": (2 * v).tolist(), "result": (v + 1).tolist()}
+    # Linen BatchNorm: a train-mode apply with mutable batch_stats returns the running
+    # mean moved to 0.1 x the batch's mean (momentum 0.9, from zeros); without mutable
+    # it fails, and an eval call needs no mutable and returns the output alone.
+    assert g["linen_eval_alone"] == [True, [40, 3]]
+    # Under nn.scan with batch_stats in the carry, an immutable eval fails the carry
+    # check; a mutable one returns the statistics unchanged and the plain outputs.
+    assert g["scan_eval"] == {"statistics unchanged": True, "outputs equal": True}
     # linen vs NNX: the same SGD step from the same weights.
     linen, nnx = g["linen_nnx"]["linen"], g["linen_nnx"]["nnx"]
     assert nnx == pytest.approx(linen, rel=1e-6) and linen[1] < linen[0]
