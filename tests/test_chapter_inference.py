@@ -371,7 +371,6 @@ def test_cpu_timing_and_figure(book):
     # the measured ratios.
     assert "benchmark_interleaved" in text
     assert f"The cached one was {g['cpu_cache_ratio']} times faster" in text
-    assert f"the single program {g['cpu_loop_ratio']} times faster" in text
     # The key derived eagerly in Python: convert_element_type, then random_fold_in,
     # each dispatched alone; the loop slower for it.
     assert g["fold_ops"] == 2
