@@ -14,7 +14,7 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PORT ?= 8000
 
-.PHONY: env book test unit lint ruff format serve clean notebooks notebooks-check browser-deps lighthouse-deps
+.PHONY: env book test unit lint ruff format serve clean notebooks notebooks-check notebook browser-deps lighthouse-deps
 
 # uv itself, in a folder of its own (pip's --target: no virtual environment to create).
 $(UV):
@@ -121,3 +121,25 @@ notebooks: env
 notebooks-check: env
 	JAXGUIDE_WHEEL_RUN=all $(VENV)/bin/python -m pytest -q \
 		tests/test_notebooks.py tests/test_reproducible.py
+
+# One chapter's notebook (CHAPTER=<name>: notebooks/<name>.ipynb) run top to bottom as
+# the build runs a chapter (tools/jaxguide_build/notebook_runs.py: a fresh kernel over
+# IPC sockets), with this checkout's jaxguide and claims strict (a false one stops it),
+# in a fresh folder _build/notebook/<name>/; the executed notebook is
+# _build/notebook/<name>.ipynb. WHEEL=1 runs it instead as make test does, from a wheel
+# in a clean environment (tests/wheelrun.py, JAXGUIDE_WHEEL_RUN=<name>), and compares
+# its outputs with your build's (_build/, as JAXGUIDE_TEST_BUILD=. does).
+notebook: env
+	@test -n "$(CHAPTER)" && test -f notebooks/$(CHAPTER).ipynb || { \
+	  echo "usage: make notebook CHAPTER=<name> [WHEEL=1], <name> one of:" \
+	    $$(ls notebooks | sed -n 's/\.ipynb$$//p'); exit 1; }
+ifeq ($(WHEEL),1)
+	JAXGUIDE_WHEEL_RUN=$(CHAPTER) JAXGUIDE_TEST_BUILD=$(CURDIR) $(VENV)/bin/python -m pytest -q \
+		tests/test_notebooks.py::test_notebooks_run_from_a_wheel_in_a_clean_environment \
+		tests/test_reproducible.py::test_book_and_notebook_executions_have_identical_outputs
+else
+	@rm -rf _build/notebook/$(CHAPTER) && mkdir -p _build/notebook/$(CHAPTER)
+	PYTHONPATH=$(CURDIR)/src JAXGUIDE_STRICT_CLAIMS=1 $(VENV)/bin/python \
+		tools/jaxguide_build/notebook_runs.py notebooks/$(CHAPTER).ipynb \
+		_build/notebook/$(CHAPTER).ipynb _build/notebook/$(CHAPTER)
+endif

@@ -172,7 +172,11 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"program": "missing.py"}, FileNotFoundError, "no program file"),
+        (
+            {"program": "missing.py"},
+            FileNotFoundError,
+            r"launch\(program='missing.py'\): no program file .*missing.py; pass the path",
+        ),
         ({"program": 42}, TypeError, "a path to a .py file or a module name"),
         (
             {"program": "ok.py", "n_processes": 0},

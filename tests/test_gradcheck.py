@@ -37,17 +37,24 @@ def test_bad_inputs():
         numerical_grad(jnp.sum, jnp.ones(2), eps=float("nan"))
     with pytest.raises(TypeError, match=r"numerical_grad\(eps='x'\): eps must be a real"):
         numerical_grad(jnp.sum, jnp.ones(2), eps="x")
-    with pytest.raises(ValueError, match="must return a scalar"):
+    with pytest.raises(
+        ValueError, match=r"^numerical_grad\(f=\.\.\.\): f must return a scalar, got shape \(2,\); "
+    ):
         numerical_grad(lambda x: x * 2, jnp.ones(2))
     with pytest.raises(
         TypeError,
-        match=r"numerical_grad: leaf 0 of params has dtype int32; gradients need floating-point leaves",
+        match=r"^numerical_grad\(params=\.\.\.\): leaf 0 of params must be a floating-point "
+        r"array \(gradients need one\), got dtype int32; pass x\.astype",
     ):
         numerical_grad(jnp.sum, jnp.arange(3))
     with pytest.raises(
         TypeError, match=r"numerical_grad\(f=...\): f must be a function params -> scalar"
     ):
         numerical_grad(3, jnp.ones(2))
+    with pytest.raises(
+        ValueError, match=r"^numerical_grad\(params=\.\.\.\): params must hold at least one array"
+    ):
+        numerical_grad(jnp.sum, {})
 
 
 def test_check_grad_checks_its_arguments():

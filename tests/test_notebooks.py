@@ -342,9 +342,31 @@ def test_the_wheel_run_sample_is_made_of_chapters(monkeypatch):
     assert wheelrun.chosen(sorted(CHAPTERS)) == sorted(wheelrun.SAMPLE)
     monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "all")
     assert wheelrun.chosen(sorted(CHAPTERS)) == sorted(CHAPTERS)
+    monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "sample")
+    assert wheelrun.chosen(sorted(CHAPTERS)) == sorted(wheelrun.SAMPLE)
     monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "everything")
-    with pytest.raises(ValueError, match="JAXGUIDE_WHEEL_RUN='everything'"):
+    with pytest.raises(ValueError, match="JAXGUIDE_WHEEL_RUN='everything'.*unknown: everything"):
         wheelrun.chosen(sorted(CHAPTERS))
+
+
+def test_the_wheel_run_takes_chapter_names(monkeypatch):
+    """JAXGUIDE_WHEEL_RUN=<chapter>,... (make notebook CHAPTER=<name> WHEEL=1) chooses
+    those chapters, in the book's order, spaces and repeats ignored; an unknown name, or
+    commas with no name, is refused with the choices."""
+    book = ["numpy", "pmap", "pytrees", "random"]
+    for choice, expected in [
+        ("pytrees", ["pytrees"]),
+        ("random,numpy", ["numpy", "random"]),
+        (" random , numpy,random ", ["numpy", "random"]),
+    ]:
+        monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, choice)
+        assert wheelrun.chosen(book) == expected, choice
+    monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, "numpy,numpi")
+    with pytest.raises(ValueError, match=r"unknown: numpi; choose from numpy, pmap"):
+        wheelrun.chosen(book)
+    monkeypatch.setenv(wheelrun.CHOICE_VARIABLE, ",")
+    with pytest.raises(ValueError, match="none given"):
+        wheelrun.chosen(book)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -72,3 +72,81 @@ def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
         os.utime(chapter, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
         assert read(str(chapter))["text"] == "six, longer" and len(parses) == 3
     assert cache_main.get_reader is fake_get_reader  # put back on the way out
+
+
+def _table_rows() -> dict[str, tuple[str, str, str]]:
+    """The rows of the table in patches' docstring: patch -> (package, code, installed by),
+    without the double backquotes."""
+    rows = {}
+    for line in patches.__doc__.splitlines():
+        cells = re.findall(r"(\S(?:.*?\S)?)(?:\s{2,}|$)", line)
+        if len(cells) == 4 and cells[0].startswith("``"):
+            name, package, code, by = (c.strip("`") for c in cells)
+            rows[name] = (package, code, by)
+    return rows
+
+
+def _installs(module: str) -> set[str]:
+    """The patch names ``module`` (of jaxguide_build) passes to ``patches.install``, read
+    from its source."""
+    import ast
+    import importlib
+
+    source = Path(importlib.import_module(f"jaxguide_build.{module}").__file__).read_text()
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "install"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "patches"
+        ):
+            names |= {a.value for a in node.args[1:] if isinstance(a, ast.Constant)}
+    return names
+
+
+def _resolve(dotted: str) -> object:
+    """The object a full dotted name names: the longest importable module, then attributes."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(dotted)
+
+
+def test_the_patch_table_is_true_to_the_code():
+    """Each row of the table in patches' docstring is a patch of PATCHES, of its package;
+    its "installed by" module calls patches.install with its name; its "code" module
+    ("here": patches) defines the override (Patch.code), and what the override replaces
+    or reads (Patch.replaces) is still in the installed release. A patch moved, renamed
+    or installed elsewhere without the table following fails here."""
+    import inspect
+
+    rows = _table_rows()
+    assert list(rows) == list(patches.PATCHES)
+    for name, (package, code, by) in rows.items():
+        patch = patches.PATCHES[name]
+        assert package == patch.distribution, name
+        installer = "__init__" if by == "jaxguide_build" else by
+        assert name in _installs(installer), f"{name}: {by} does not install it"
+        module, _, attr = patch.code.rpartition(".")
+        assert module == ("patches" if code == "here" else code), f"{name}: code is {module}"
+        assert hasattr(_resolve(f"jaxguide_build.{module}"), attr), f"{name}: no {patch.code}"
+        if patch.apply is not None:
+            assert patch.apply.__module__ == "jaxguide_build.patches", name
+        assert patch.replaces, name
+        for target in patch.replaces:
+            owner, _, member = target.rpartition(".")
+            found = _resolve(owner)
+            assert hasattr(found, member) or member in inspect.getsource(found), (name, target)
+    # Nothing installs a patch the table does not list.
+    modules = {"__init__", "execution", "incremental", "site", "jupyter_kernels", "notebook_runs"}
+    assert set().union(*(_installs(m) for m in modules)) == set(rows)

@@ -3,6 +3,8 @@ they depend on (jaxguide's modules, package versions, files next to the chapter)
 the files the check keeps between builds. The rebuilds that follow from it, on a small
 book, are tests/test_execution.py's."""
 
+import os
+
 import pytest
 
 from jaxguide_build import staleness
@@ -147,3 +149,39 @@ def test_the_memo_is_used_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
     (tmp_path / staleness.MEMO).write_text("{not json")
     staleness.load_memo(tmp_path)
     assert staleness.cached_imports(["import optax"]) == ({"optax"}, set()) and len(calls) == 2
+
+
+def test_fingerprint_changes_with_the_jax_and_xla_variables_of_the_builds_shell(monkeypatch):
+    """A JAX_* or XLA_* variable the kernels inherit from the build's shell (XLA_FLAGS,
+    JAX_ENABLE_X64) changes what JAX computes and prints, so setting, changing or
+    unsetting one makes every chapter stale; other variables, and one the kernels' own
+    environment sets (it wins), do not. A shell without any gives the digest of a
+    fingerprint without this part, so builds made before it keep their outputs."""
+    import hashlib
+    import json
+
+    graph, version = staleness.PackageGraph(), lambda d: "1.0"
+    src = chapter("import numpy as np")
+    kernel = {"JAXGUIDE_STRICT_CLAIMS": "1", "JAX_ENABLE_COMPILATION_CACHE": "true"}
+
+    def fp(**shell):
+        return staleness.fingerprint(src, graph, version, env=kernel, shell=shell)
+
+    plain = fp(HOME="/root", PATH="/bin")
+    assert "inherited_env" not in plain
+    before = {k: v for k, v in plain.items() if k != "digest"}  # the parts of old builds
+    old_digest = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()
+    assert plain["digest"] == old_digest == fp()["digest"]
+    assert fp(JAX_ENABLE_COMPILATION_CACHE="false")["digest"] == plain["digest"]  # overridden
+    flags = fp(XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    x64 = fp(JAX_ENABLE_X64="1")
+    assert len({plain["digest"], flags["digest"], x64["digest"]}) == 3
+    assert fp(XLA_FLAGS="--xla_force_host_platform_device_count=8")["digest"] != flags["digest"]
+    assert staleness._explain(plain, flags) == "build's shell changed: XLA_FLAGS"
+    assert staleness._explain(x64, plain) == "build's shell changed: JAX_ENABLE_X64"
+    # By default, this process's environment.
+    monkeypatch.setenv("JAX_ENABLE_X64", "1")
+    for name in [k for k in os.environ if k.startswith(("JAX_", "XLA_")) and k != "JAX_ENABLE_X64"]:
+        monkeypatch.delenv(name)
+    default = staleness.fingerprint(src, graph, version, env=kernel)
+    assert default["digest"] == x64["digest"]

@@ -8,7 +8,8 @@ tests/test_notebooks.py checks that every chosen notebook ran.
 
 Which notebooks: ``make test`` runs :data:`SAMPLE`, and the wheel's every module is
 imported in that environment; ``JAXGUIDE_WHEEL_RUN=all`` (``make notebooks-check``)
-runs every notebook. The sample keeps ``make test`` short: a second execution of every
+runs every notebook, and ``JAXGUIDE_WHEEL_RUN=<chapter>,...`` (``make notebook
+CHAPTER=<name> WHEEL=1``) the ones named. The sample keeps ``make test`` short: a second execution of every
 chapter would cost about as much CPU again as the build's own execution.
 What the sample leaves to the build is safe to leave there: a notebook's code cells are
 its page's, made by tools/make_notebooks.py and checked up to date
@@ -69,22 +70,32 @@ _book = _BookExecuted()
 #: The notebooks ``make test`` runs from the wheel: five of the cheapest, with one device
 #: and with eight, a subprocess, the random stream and sharded programs among them.
 SAMPLE = ("migration", "pmap", "pytrees", "random", "sharding")
-#: Set to ``all`` to run every notebook (``make notebooks-check``, and the workflow).
+#: ``all`` runs every notebook (``make notebooks-check``, and the workflow), chapter
+#: names separated by commas run those (``make notebook CHAPTER=<name> WHEEL=1``), and
+#: unset or ``sample`` runs :data:`SAMPLE`.
 CHOICE_VARIABLE = "JAXGUIDE_WHEEL_RUN"
 
 
 def chosen(chapters: list[str]) -> list[str]:
-    """The chapters, of ``chapters``, whose notebooks this session runs from the wheel:
-    all of them when ``JAXGUIDE_WHEEL_RUN=all``, else those in :data:`SAMPLE`."""
-    choice = os.environ.get(CHOICE_VARIABLE, "")
-    if choice not in ("", "all", "sample"):
-        raise ValueError(
-            f"{CHOICE_VARIABLE}={choice!r}: use 'all' for every notebook, or leave it unset "
-            "(or 'sample') for the sample make test runs"
-        )
+    """The chapters, of ``chapters``, whose notebooks this session runs from the wheel,
+    as ``JAXGUIDE_WHEEL_RUN`` chooses them (:data:`CHOICE_VARIABLE`), in their order.
+    A name that is not one of ``chapters`` is refused, with the choices.
+    """
+    choice = os.environ.get(CHOICE_VARIABLE, "").strip()
     if choice == "all":
         return list(chapters)
-    return [c for c in chapters if c in SAMPLE]
+    if choice in ("", "sample"):
+        return [c for c in chapters if c in SAMPLE]
+    names = {name.strip() for name in choice.split(",") if name.strip()}
+    unknown = sorted(names - set(chapters))
+    if unknown or not names:
+        raise ValueError(
+            f"{CHOICE_VARIABLE}={choice!r}: use 'all' for every notebook, chapter names "
+            f"separated by commas (unknown: {', '.join(unknown) or 'none given'}; choose "
+            f"from {', '.join(chapters)}), or leave it unset (or 'sample') for the sample "
+            "make test runs"
+        )
+    return [c for c in chapters if c in names]
 
 
 # Imports every module of the installed package: a module the wheel lacks, or one that

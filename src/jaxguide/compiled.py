@@ -673,7 +673,11 @@ def hlo_line(report: ProgramReport, collective: Collective | str) -> str:
     name = _instruction_name("hlo_line", collective)
     match = re.search(rf"%{re.escape(name)} = [^\n]*", report.hlo)
     if match is None:
-        raise KeyError(f"hlo_line: no instruction %{name} in the compiled program.")
+        raise KeyError(
+            f"hlo_line(collective={name!r}): collective must name an instruction of "
+            f"report.hlo, and there is no instruction %{name}; pass one of "
+            "report.collectives, or a name from compiled.instructions(report.hlo)."
+        )
     return match.group()
 
 

@@ -126,7 +126,10 @@ def _command(program: str | os.PathLike[str]) -> list[str]:
     if isinstance(program, (str, os.PathLike)) and str(program).endswith(".py"):
         path = Path(program)
         if not path.is_file():
-            raise FileNotFoundError(f"launch: no program file {path}.")
+            raise FileNotFoundError(
+                f"launch(program={str(program)!r}): no program file {path}; pass the path "
+                "of an existing .py file, or a module name."
+            )
         return runner + ["file", str(path.absolute())]
     if (
         isinstance(program, str)
@@ -194,6 +197,15 @@ def launch(
             not a number, or a ``stop_on_failure`` that is not a bool.
         ValueError: a count below 1, a ``port`` outside ``[1, 65535]``, or a
             ``timeout`` that is not a positive finite number.
+
+    Example (each process prints what it was told):
+        >>> import pathlib, tempfile
+        >>> program = pathlib.Path(tempfile.mkdtemp()) / "told.py"
+        >>> _ = program.write_text(
+        ...     "import os; from jaxguide.distributed import ENV\\n"
+        ...     "print(*(os.environ[ENV[k]] for k in ('process_id', 'num_processes')))")
+        >>> [r.output.strip() for r in launch(program, 3, devices_per_process=2)]
+        ['0 3', '1 3', '2 3']
     """
     command = _command(program)
     boolean("launch", "stop_on_failure", stop_on_failure)
@@ -353,6 +365,11 @@ def initialize_from_env() -> tuple[int, int]:
     Raises:
         RuntimeError: the process was not started by :func:`launch` (its
             ``JAXGUIDE_*`` environment variables are missing).
+
+    Example (a program :func:`launch` runs calls it first; anywhere else it refuses):
+        >>> initialize_from_env()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        RuntimeError: initialize_from_env: [...] not set; start this program with jaxguide.distributed.launch.
     """
     import jax
 

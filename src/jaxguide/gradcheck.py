@@ -77,13 +77,17 @@ def numerical_grad(f: Callable[[PyTree], Any], params: PyTree, eps: float = 1e-3
     function("numerical_grad", "f", f, what="a function params -> scalar")
     leaves, treedef = jax.tree.flatten(params)
     if not leaves:
-        raise ValueError("numerical_grad(f, params): params has no array leaves.")
+        raise ValueError(
+            "numerical_grad(params=...): params must hold at least one array, got a pytree "
+            "with no leaves; pass the parameters, e.g. jnp.array([1.0, 2.0])."
+        )
     arrays = [np.asarray(leaf, dtype=np.float64) for leaf in leaves]
     for i, leaf in enumerate(leaves):
         if not np.issubdtype(np.asarray(leaf).dtype, np.floating):
             raise TypeError(
-                f"numerical_grad: leaf {i} of params has dtype {np.asarray(leaf).dtype}; "
-                "gradients need floating-point leaves."
+                f"numerical_grad(params=...): leaf {i} of params must be a floating-point "
+                f"array (gradients need one), got dtype {np.asarray(leaf).dtype}; pass "
+                "x.astype(jnp.float32)."
             )
 
     def value(arrs: list[np.ndarray]) -> float:
@@ -93,7 +97,10 @@ def numerical_grad(f: Callable[[PyTree], Any], params: PyTree, eps: float = 1e-3
             )
         )
         if np.ndim(out) != 0:
-            raise ValueError(f"numerical_grad: f must return a scalar, got shape {np.shape(out)}.")
+            raise ValueError(
+                f"numerical_grad(f=...): f must return a scalar, got shape {np.shape(out)}; "
+                "reduce its output, e.g. with jnp.sum."
+            )
         return float(out)
 
     grads = []

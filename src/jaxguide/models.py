@@ -327,6 +327,12 @@ def mlp(params: MLPParams, x: ArrayLike) -> jax.Array:
     Raises:
         TypeError: ``params`` is not a list of ``{"w", "b"}`` dicts.
         ValueError: ``x`` does not have the ``d`` features the first layer expects.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> params = init_mlp(jax.random.key(0), (2, 8, 3))  # 2 features, 3 classes
+        >>> mlp(params, jnp.ones((5, 2))).shape, mlp(params, jnp.ones(2)).shape
+        ((5, 3), (3,))
     """
     import jax
 
@@ -378,6 +384,15 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike) -> jax.Array:
         ValueError: their shape does not match, or a label is outside
             ``[0, n_classes)``: checked where labels are concrete, not under ``jit``
             (there a label out of range gives NaN, and -1 the last class).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> even = jnp.zeros((2, 2))  # two classes at even odds: log 2 each
+        >>> round(float(cross_entropy(even, jnp.array([0, 1]))), 4)
+        0.6931
+        >>> sure = jnp.array([[9.0, -9.0]])
+        >>> float(cross_entropy(sure, jnp.array([0]))) < 1e-7
+        True
     """
     import jax
     import jax.numpy as jnp

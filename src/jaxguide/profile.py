@@ -109,6 +109,15 @@ def find_trace(folder: str | os.PathLike[str]) -> Path:
 
     Raises:
         FileNotFoundError: ``folder`` holds no trace (was the profiler run with it?).
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> run = folder / "plugins" / "profile" / "2026_01_01_12_00_00"
+        >>> run.mkdir(parents=True)
+        >>> _ = (run / "host.trace.json.gz").write_bytes(b"")  # as the profiler names it
+        >>> find_trace(folder).relative_to(folder).as_posix()
+        'plugins/profile/2026_01_01_12_00_00/host.trace.json.gz'
     """
     root = Path(_checks.path("find_trace", "folder", folder))
     if not root.is_dir():
@@ -134,6 +143,17 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
     Raises:
         FileNotFoundError: no file at ``path``.
         ValueError: the file is not a trace (no ``traceEvents`` list).
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "trace.json"
+        >>> _ = path.write_text(json.dumps({"traceEvents": [
+        ...     {"ph": "X", "ts": 3.0, "dur": 2.0, "tid": 7, "name": "add",
+        ...      "args": {"hlo_op": "add.1", "device_ordinal": 0}},
+        ...     {"ph": "M", "name": "thread_name"},  # not a complete event: left out
+        ... ]}))
+        >>> [(e.name, e.hlo_op, e.start_us, e.end_us, e.device) for e in read_events(path)]
+        [('add', 'add.1', 3.0, 5.0, 0)]
     """
     file = Path(_checks.path("read_events", "path", path))
     if not file.is_file():
@@ -185,6 +205,12 @@ def scopes(hlo: str) -> dict[str, str]:
     Raises:
         TypeError: ``hlo`` is not a string (pass ``compiled.as_text()``).
         ValueError: ``hlo`` is empty.
+
+    Example:
+        >>> hlo = ('%tanh.3 = f32[8]{0} tanh(f32[8]{0} %p), '
+        ...        'metadata={op_name="jit(step)/mlp/layer1/tanh"}')
+        >>> scopes(hlo)
+        {'tanh.3': 'mlp/layer1/tanh'}
     """
     _checks.string("scopes", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
     from jaxguide import compiled
@@ -213,6 +239,12 @@ def autodiff_phase(op_name: str) -> str:
 
     Raises:
         TypeError: ``op_name`` is not a string.
+
+    Example:
+        >>> autodiff_phase("jvp(layer1)/tanh"), autodiff_phase("transpose(jvp(layer1))/dot_general")
+        ('layer1 forward', 'layer1 backward')
+        >>> autodiff_phase("sgd/mul")
+        'sgd'
     """
     _checks.instance("autodiff_phase", "op_name", op_name, str, what="a str")
     first = op_name.split(";")[0].split("/")[0]
@@ -236,6 +268,14 @@ def entry_instructions(hlo: str) -> dict[str, tuple[str, str, str]]:
     Raises:
         TypeError: ``hlo`` is not a string (pass ``compiled.as_text()``).
         ValueError: ``hlo`` is empty, or has no ``ENTRY`` computation.
+
+    Example:
+        >>> hlo = '''ENTRY %main (x: f32[4]) -> f32[4] {
+        ...   %x = f32[4]{0} parameter(0)
+        ...   ROOT %tanh.1 = f32[4]{0} tanh(f32[4]{0} %x)
+        ... }'''
+        >>> entry_instructions(hlo)["tanh.1"][:2]
+        ('tanh', 'f32[4]')
     """
     _checks.string(
         "entry_instructions", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()"
@@ -263,6 +303,13 @@ def time_by(events: Iterable[Event], key: Callable[[Event], str]) -> dict[str, f
 
     Raises:
         TypeError: ``key`` is not callable.
+
+    Example:
+        >>> ops = [Event("fusion", 0.0, 3.0, 1, "fusion.1", "jit_step", 0),
+        ...        Event("dot", 3.0, 5.0, 1, "dot.2", "jit_step", 0),
+        ...        Event("fusion", 8.0, 4.0, 1, "fusion.3", "jit_step", 0)]
+        >>> time_by(ops, lambda e: e.name)
+        {'fusion': 7.0, 'dot': 5.0}
     """
     _checks.function("time_by", "key", key)
     totals: dict[str, float] = {}

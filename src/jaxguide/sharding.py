@@ -324,6 +324,16 @@ def plot_sharding(
     Raises:
         TypeError: ``arr`` is not a ``jax.Array``.
         ValueError: ``arr`` has neither 1 nor 2 dimensions.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, matplotlib.pyplot as plt
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = make_mesh((jax.device_count(),), ("x",))
+        >>> a = jax.device_put(jnp.zeros((jax.device_count(), 2)), NamedSharding(mesh, P("x")))
+        >>> ax = plot_sharding(a, name="W")
+        >>> ax.get_title().startswith("W[I_x, J]")
+        True
+        >>> plt.close(ax.figure)
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -581,6 +591,15 @@ def show(arr: jax.Array, name: str = "A", *, indices: str | Sequence[str] | None
     Raises:
         TypeError: ``arr`` is not a ``jax.Array``.
         ValueError: ``arr`` has neither 1 nor 2 dimensions.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, matplotlib.pyplot as plt
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = make_mesh((jax.device_count(),), ("x",))
+        >>> a = jax.device_put(jnp.zeros((jax.device_count(), 2)), NamedSharding(mesh, P("x")))
+        >>> show(a)  # doctest: +ELLIPSIS
+        A[I_x, J]    jax.typeof: float32[...
+        >>> plt.close("all")
     """
     import jax
 

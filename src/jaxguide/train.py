@@ -216,6 +216,18 @@ def fit(
         ValueError: ``steps`` or ``batch_size`` below 1, ``start`` or ``seed``
             negative, ``axis`` not an axis of ``mesh``, or a batch that does not
             divide over the mesh axes.
+
+    Example (a step that counts its calls; :func:`make_step` makes real ones):
+        >>> import numpy as np
+        >>> data = (np.arange(8.0), np.zeros(8))
+        >>> def step(params, opt_state, batch):
+        ...     x, y = batch
+        ...     return params + 1, opt_state, np.mean((x - y) ** 2)
+        >>> lines = []
+        >>> params, _, history = fit(step, 0, None, data, steps=4, batch_size=2,
+        ...                          log_every=2, print_fn=lines.append)
+        >>> params, history.steps, len(history.loss), [line.split()[1] for line in lines]
+        (4, [1, 2, 3, 4], 4, ['2/4', '4/4'])
     """
     import math
 
@@ -306,6 +318,15 @@ def plot_history(history: History, *, title: str | None = None) -> Figure:
     Raises:
         TypeError: ``history`` is not a ``History``.
         ValueError: ``history`` recorded no steps.
+
+    Example:
+        >>> import matplotlib.pyplot as plt
+        >>> history = History(steps=[1, 2, 3], loss=[1.0, 0.5, 0.25],
+        ...                   eval_steps=[3], metrics={"accuracy": [0.9]})
+        >>> fig = plot_history(history, title="a run")
+        >>> [ax.get_ylabel() for ax in fig.axes]
+        ['training loss', 'metric']
+        >>> plt.close(fig)
     """
     import matplotlib.pyplot as plt
     import numpy as np
@@ -378,6 +399,16 @@ def plot_decision_boundary(
         TypeError: ``predict`` is not callable, or ``resolution`` not an int.
         ValueError: ``x`` is not of shape ``(n, 2)`` with ``n`` labels, or
             ``resolution < 2``.
+
+    Example (a linear classifier: class 1 where the first coordinate is positive):
+        >>> import jax.numpy as jnp, matplotlib.pyplot as plt
+        >>> x = jnp.array([[-1.0, 0.0], [1.0, 0.5], [2.0, -1.0]])
+        >>> y = jnp.array([0, 1, 1])
+        >>> predict = lambda p: jnp.stack([-p[:, 0], p[:, 0]], axis=-1)
+        >>> ax = plot_decision_boundary(predict, x, y, resolution=20, title="sign of x")
+        >>> ax.get_title()
+        'sign of x'
+        >>> plt.close(ax.figure)
     """
     import matplotlib.pyplot as plt
     import numpy as np

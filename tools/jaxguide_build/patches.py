@@ -5,7 +5,9 @@ Each patch below reaches into a package's internals, so each names the release i
 written and tested on (:data:`PATCHES`: a version prefix such as ``"1.4."``). The rule
 for any other release is the same for all of them: :func:`install` stops the build with
 a message saying what to re-check, rather than patching code that may have changed.
-Each extension of the package installs the patches it relies on, by name.
+Each extension of the package installs the patches it relies on, by name. Each row's
+override and what it replaces are named in :class:`Patch` (``code``, ``replaces``), and
+tests/test_patches.py checks the table against them and against the installers' calls.
 
 Most patches' code is here. A patch with no ``apply`` in the table is one its user puts
 in place: an override in a subclass or an extension's own event handler, in the module
@@ -48,7 +50,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,13 @@ class Patch:
     fixes: str  # what goes wrong without it, in a few words
     recheck: str  # how to see whether another release still needs it
     apply: Callable[[Sphinx], None] | None = None  # None: its module applies it
+    #: The override, by its name in this package (``"notebook_runs.BuildKernelManager"``):
+    #: the table's "code" column is its module (tests/test_patches.py checks both).
+    code: str = field(default="", kw_only=True)
+    #: What of the library it replaces or reads, by full name
+    #: (``"jupyter_client.AsyncKernelManager._async_pre_start_kernel"``); an attribute
+    #: an instance gets is named by its class, whose source sets it.
+    replaces: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 # ----------------------------------------------------------------------------- myst-nb
@@ -242,6 +251,8 @@ PATCHES: dict[str, Patch] = {
         "a printed line split in two where the kernel flushed in mid-line",
         "whether two builds still render printed lines alike (tests/test_reproducible.py)",
         _patch_streams,
+        code="patches.coalesce_streams",
+        replaces=("myst_nb.core.render.coalesce_streams",),
     ),
     "myst-nb cached notebook": Patch(
         "myst-nb",
@@ -250,6 +261,8 @@ PATCHES: dict[str, Patch] = {
         "whether cached notebooks are still written without outputs "
         "(tests/test_notebooks.py::test_colab_and_download_buttons)",
         _patch_cached_notebook,
+        code="patches._patch_cached_notebook",
+        replaces=("myst_nb.core.execute.cache.NotebookClientCache.start_client",),
     ),
     "nbclient kernel manager": Patch(
         "nbclient",
@@ -258,6 +271,8 @@ PATCHES: dict[str, Patch] = {
         "NotebookClient.create_kernel_manager (tests/test_execution.py::"
         "test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache)",
         _patch_kernel_manager,
+        code="patches.create_kernel_manager",
+        replaces=("nbclient.NotebookClient.create_kernel_manager",),
     ),
     "jupyter-client kernel manager": Patch(
         "jupyter-client",
@@ -267,6 +282,11 @@ PATCHES: dict[str, Patch] = {
         "_async_cleanup_resources, which BuildKernelManager overrides "
         "(tests/test_execution.py::"
         "test_build_kernels_use_private_ipc_sockets_and_the_compilation_cache)",
+        code="notebook_runs.BuildKernelManager",
+        replaces=(
+            "jupyter_client.AsyncKernelManager._async_pre_start_kernel",
+            "jupyter_client.AsyncKernelManager._async_cleanup_resources",
+        ),
     ),
     "jupyter-cache worker chapter": Patch(
         "jupyter-cache",
@@ -274,6 +294,11 @@ PATCHES: dict[str, Patch] = {
         "a kernel that does not know its chapter (no compilation cache folder of its own)",
         "the execute() of jupyter_cache.executors.basic's workers (tests/test_execution.py)",
         _patch_worker_chapter,
+        code="patches._executing",
+        replaces=(
+            "jupyter_cache.executors.basic.ExecutionWorkerLocalSerial.execute",
+            "jupyter_cache.executors.basic.ExecutionWorkerLocalMProc.execute",
+        ),
     ),
     "jupyter-cache single parse": Patch(
         "jupyter-cache",
@@ -281,6 +306,8 @@ PATCHES: dict[str, Patch] = {
         "each chapter parsed three times before it executes",
         "jupyter_cache.cache.main.get_reader (tests/test_patches.py::"
         "test_jupyter_cache_parses_a_chapter_once_per_version)",
+        code="patches.reading_once",
+        replaces=("jupyter_cache.cache.main.get_reader",),
     ),
     "jupyter-cache parallel executor": Patch(
         "jupyter-cache",
@@ -289,6 +316,11 @@ PATCHES: dict[str, Patch] = {
         "JupyterExecutorLocalMproc.run_and_cache and its private _EXECUTION_WORKER, which "
         "execution.LongestFirst re-implements and calls (tests/test_execution.py::"
         "test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached)",
+        code="execution.LongestFirst",
+        replaces=(
+            "jupyter_cache.executors.basic.JupyterExecutorLocalMproc.run_and_cache",
+            "jupyter_cache.executors.basic.JupyterExecutorLocalMproc._EXECUTION_WORKER",
+        ),
     ),
     "sphinx figure numbers": Patch(
         "sphinx",
@@ -296,6 +328,8 @@ PATCHES: dict[str, Patch] = {
         "every chapter's doctree unpickled to number figures at each rebuild",
         "TocTreeCollector.assign_figure_numbers (tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
+        code="incremental.patch_figure_numbers",
+        replaces=("sphinx.environment.collectors.toctree.TocTreeCollector.assign_figure_numbers",),
     ),
     "sphinx pickled doctrees": Patch(
         "sphinx",
@@ -304,6 +338,8 @@ PATCHES: dict[str, Patch] = {
         "the private env._pickled_doctree_cache that incremental.skeleton_of reads "
         "(tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
+        code="incremental.skeleton_of",
+        replaces=("sphinx.environment.BuildEnvironment._pickled_doctree_cache",),
     ),
     "sphinx no search index": Patch(
         "sphinx",
@@ -312,6 +348,11 @@ PATCHES: dict[str, Patch] = {
         "that StandaloneHTMLBuilder.prepare_writing still makes builder.indexer, and that "
         "Sphinx feeds and dumps no index when it is None (site.search.without_sphinx_index; "
         "tests/test_search_index.py::test_sphinx_builds_no_search_index_of_its_own)",
+        code="site.search.without_sphinx_index",
+        replaces=(
+            "sphinx.builders.html.StandaloneHTMLBuilder.prepare_writing",
+            "sphinx.builders.html.StandaloneHTMLBuilder.load_indexer",
+        ),
     ),
     "sphinx-exercise registry": Patch(
         "sphinx-exercise",
@@ -319,6 +360,8 @@ PATCHES: dict[str, Patch] = {
         "every chapter's doctree pickled with the environment, through the exercises",
         "what env.sphinx_exercise_registry holds (tests/test_incremental.py::"
         "test_figure_numbers_from_page_skeletons_are_sphinxs_and_follow_an_edit)",
+        code="incremental.detach_exercise_nodes",
+        replaces=("sphinx_exercise.sphinx_exercise_registry",),
     ),
 }
 

@@ -16,7 +16,11 @@ For every chapter this extension computes a fingerprint (:func:`fingerprint`) of
 * files next to the chapter that its code names (data it reads, a module it imports);
 * the environment the build gives the chapter's kernel
   (:func:`jaxguide_build.jupyter_kernels.fingerprinted_env`: strict claims, the
-  compilation cache's settings), less the path of the cache's folder.
+  compilation cache's settings), less the path of the cache's folder;
+* the ``JAX_*`` and ``XLA_*`` variables the kernel inherits from the build's shell
+  (:func:`inherited_env`: ``XLA_FLAGS``, ``JAX_ENABLE_X64``, ...), which change what
+  JAX computes and prints. A part of its own, present only when one is set, so that a
+  shell without any leaves every digest as it was before this part existed.
 
 A cell that is not Python (a ``%%bash`` cell, ``x?``) could import anything: such a
 chapter depends on every ``jaxguide`` module.
@@ -39,7 +43,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -270,45 +274,76 @@ def helper_files(source: str, folder: Path) -> dict[str, str]:
     return found
 
 
+#: The prefixes of the variables of the build's shell that a chapter's fingerprint
+#: holds (:func:`inherited_env`).
+INHERITED_PREFIXES = ("JAX_", "XLA_")
+
+
+def inherited_env(shell: Mapping[str, str], kernel_env: Mapping[str, str]) -> dict[str, str]:
+    """The ``JAX_*`` and ``XLA_*`` variables of ``shell`` (the build's environment) that
+    a kernel inherits: those its own environment ``kernel_env`` does not set
+    (:class:`~jaxguide_build.notebook_runs.BuildKernelManager` puts that on top).
+
+    >>> shell = {"XLA_FLAGS": "--xla_cpu_use_thunk_runtime=false", "HOME": "/root",
+    ...          "JAX_COMPILATION_CACHE_DIR": "/tmp/c"}
+    >>> inherited_env(shell, {"JAX_COMPILATION_CACHE_DIR": "the chapter's own"})
+    {'XLA_FLAGS': '--xla_cpu_use_thunk_runtime=false'}
+    """
+    return {
+        k: v
+        for k, v in sorted(shell.items())
+        if k.startswith(INHERITED_PREFIXES) and k not in kernel_env
+    }
+
+
 def fingerprint(
     source: str,
     graph: PackageGraph,
     version: Callable[[str], str | None] = installed_version,
     folder: Path | None = None,
     env: dict[str, str] | None = None,
+    shell: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What a chapter's outputs depend on besides its code, with a digest of it all.
 
     ``env`` is the build's kernel environment (by default the build's own,
-    :data:`jaxguide_build.jupyter_kernels.KERNEL_ENV`). Each part names what changed
-    when a digest differs:
+    :data:`jaxguide_build.jupyter_kernels.KERNEL_ENV`), ``shell`` the environment the
+    kernel inherits the rest from (by default this process's, ``os.environ``). Each
+    part names what changed when a digest differs:
 
     >>> chapter = "```{code-cell} ipython3\\nimport numpy as np\\n```\\n"
     >>> graph, version = PackageGraph(), lambda distribution: "1.0"
-    >>> a = fingerprint(chapter, graph, version, env={"JAXGUIDE_STRICT_CLAIMS": "1"})
+    >>> a = fingerprint(chapter, graph, version, env={"JAXGUIDE_STRICT_CLAIMS": "1"}, shell={})
     >>> sorted(a)
     ['digest', 'helpers', 'jaxguide', 'kernel_env', 'packages', 'python']
     >>> a["packages"]["numpy"], a["kernel_env"], a["jaxguide"]  # no jaxguide module
     ('1.0', {'JAXGUIDE_STRICT_CLAIMS': '1'}, {})
-    >>> b = fingerprint(chapter, graph, version, env={})
+    >>> b = fingerprint(chapter, graph, version, env={}, shell={})
     >>> a["digest"] == b["digest"], _explain(a, b)
     (False, 'kernel environment changed: JAXGUIDE_STRICT_CLAIMS')
+    >>> c = fingerprint(chapter, graph, version, env={}, shell={"JAX_ENABLE_X64": "1"})
+    >>> c["inherited_env"], _explain(b, c)
+    ({'JAX_ENABLE_X64': '1'}, "build's shell changed: JAX_ENABLE_X64")
     """
     top, ours = cached_imports(code_of(source))
     distributions = set(BASE_DISTRIBUTIONS)
     mapping = _distributions()
     for module in top - {PACKAGE}:
         distributions.update(mapping.get(module, []))
-    parts = {
+    kernel_env = fingerprinted_env(
+        {"cells": [{"cell_type": "code", "source": c} for c in CODE_CELL.findall(source)]},
+        env,
+    )
+    parts: dict[str, Any] = {
         "python": sys.version.split()[0],
         "packages": {d: version(d) for d in sorted(distributions)},
         "jaxguide": {m or "__init__": graph.digests[m] for m in sorted(graph.closure(ours))},
         "helpers": helper_files(source, folder) if folder is not None else {},
-        "kernel_env": fingerprinted_env(
-            {"cells": [{"cell_type": "code", "source": c} for c in CODE_CELL.findall(source)]},
-            env,
-        ),
+        "kernel_env": kernel_env,
     }
+    inherited = inherited_env(os.environ if shell is None else shell, kernel_env)
+    if inherited:  # absent when empty: the digests of a shell without any are unchanged
+        parts["inherited_env"] = inherited
     parts["digest"] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     return parts
 
@@ -324,6 +359,7 @@ def _explain(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
         "jaxguide": "jaxguide modules",
         "helpers": "files it reads",
         "kernel_env": "kernel environment",
+        "inherited_env": "build's shell",
     }
     for group, label in labels.items():
         a, b = old.get(group, {}), new.get(group, {})
