@@ -357,6 +357,52 @@ def test_balance_loss_in_the_training_step(book):
     assert g["alpha_aux0"] != g["aux_global"]
 
 
+def test_balance_loss_returned_by_the_layer_routes_once(book):
+    """moe_local returns the per-group balance loss: the step's loss at the start is
+    the per-group mean computed apart, and the compiled step holds one scores matmul
+    and one router-gradient matmul."""
+    g = glued(book, "moe")
+    aux_step, aux_apart, dots = g["aux_once"]
+    assert aux_step == pytest.approx(aux_apart, rel=1e-5)
+    assert g["alpha_aux0"] == f"{aux_step:.3f}"
+    tokens, experts, d = 1024 // 8, 16, 64  # per device
+    assert [list(x) for x in dots] == [[tokens, experts], [d, experts]]
+
+
+def test_dropless_gradients_and_skewed_tokens(book):
+    """The dropless layer through its all_to_all stand-in: output and all four
+    gradients equal the no-drop reference, on random tokens and on tokens leaning
+    toward expert 0, where one device receives far more rows than it sends."""
+    g = glued(book, "moe")
+    diffs = g["dropless_diffs"]
+    assert sorted(diffs) == ["leaning", "random"]
+    for found in diffs.values():
+        assert sorted(found) == ["d/drouter", "d/dw_in", "d/dw_out", "d/dx", "output"]
+        assert max(found.values()) < 1e-5
+    sent = 1024 // 8 * 2  # a device's routed rows, k T_d
+    received = g["dropless_received"]
+    assert received["leaning"] > 2 * sent >= received["random"]
+    assert received["leaning"] <= 8 * sent  # the worst-case buffer holds it
+
+
+def test_ring_of_experts_moves_tokens_not_choices(book):
+    """All-gather of the tokens in, reduce-scatter out: N T_d D floats each."""
+    g = glued(book, "moe")
+    token_bytes = 8 * (1024 // 8) * 64 * 4
+    assert g["ring_bytes"] == {
+        "all-gather": [token_bytes // 8, token_bytes],
+        "reduce-scatter": [token_bytes, token_bytes // 8],
+    }
+    assert g["ring_token_bytes"] == f"{token_bytes:,}"
+    assert g["ring_choice_bytes"] == f"{2 * token_bytes:,}"
+
+
+def test_untiled_exchange_undone_on_complex_numbers(book):
+    """jax-ml/jax#18122's exchange: untiled (1, 0) then (0, 1) on complex64."""
+    g = glued(book, "moe")
+    assert g["a2a_undone"] is True and g["vmap_inside"] is True
+
+
 def test_an_empty_groups_weight_gradient_is_exactly_zero(book):
     """openxla/tokamax#887: ragged_dot's rhs gradient is each group's own rows times
     the upstream gradient, so the empty group's is exactly 0. Recomputed here in
