@@ -409,3 +409,14 @@ def test_sharded_latency(book):
     from jaxguide.compiled import format_bytes
 
     assert g["tp_message"] == format_bytes(2 * D)  # one token's bf16 activations
+
+
+def test_full_model_weights_cover_its_matrices(book):
+    """The 32-layer model's bf16 weights hold at least its matrices, counted by hand
+    (embedding, and per layer q, o, k, v and the MLP's two), and no more than twice
+    that (a separate head, norms and biases)."""
+    value, unit = glued(book, "inference")["full_weights"].split()
+    assert unit == "GiB"
+    d, kv, mlp, vocab, layers = 4096, 1024, 14_336, 128_256, 32
+    matrices = vocab * d + layers * (2 * d * d + 2 * d * kv + 2 * d * mlp)
+    assert 2 * matrices <= float(value) * 2**30 * 1.005 < 4 * matrices
