@@ -397,12 +397,6 @@ def test_ring_of_experts_moves_tokens_not_choices(book):
     assert g["ring_choice_bytes"] == f"{2 * token_bytes:,}"
 
 
-def test_untiled_exchange_undone_on_complex_numbers(book):
-    """jax-ml/jax#18122's exchange: untiled (1, 0) then (0, 1) on complex64."""
-    g = glued(book, "moe")
-    assert g["a2a_undone"] is True and g["vmap_inside"] is True
-
-
 def test_an_empty_groups_weight_gradient_is_exactly_zero(book):
     """openxla/tokamax#887: ragged_dot's rhs gradient is each group's own rows times
     the upstream gradient, so the empty group's is exactly 0. Recomputed here in
