@@ -373,11 +373,6 @@ def restatements(
 #: restates the claim, and drifts when its one home is retuned.
 ENFORCED = {"<", "<=", ">", ">=", "!=", "==", "is"}
 
-#: Chapter tests that still repeat exact values (``==``, ``is``), checked for bounds
-#: only until they are swept. Pending: edited on another branch; remove each name once
-#: that branch's sweep lands, and let this set end empty.
-EXACT_PENDING = {"performance", "inference", "pallas", "scaling", "debugging", "pipeline"}
-
 
 @pytest.mark.parametrize("chapter", executed_chapters())
 def test_chapter_tests_do_not_restate_claims(chapter):
@@ -387,26 +382,12 @@ def test_chapter_tests_do_not_restate_claims(chapter):
     if not test.exists():
         pytest.skip(f"{chapter} has no test of its own")
     conditions = claim_conditions(code_of((ROOT / "book" / f"{chapter}.md").read_text()))
-    enforced = ENFORCED - {"==", "is"} if chapter in EXACT_PENDING else ENFORCED
-    found = [r for r in restatements(test.read_text(), conditions) if r[2].split()[0] in enforced]
+    found = [r for r in restatements(test.read_text(), conditions) if r[2].split()[0] in ENFORCED]
     new = [f"{test.name}:{line}: {key} {cond}" for line, key, cond in found]
     assert not new, (
         f"{chapter}'s test restates claims of book/{chapter}.md; assert against an "
         f"independent computation, or leave the claim to the build: {new}"
     )
-
-
-@pytest.mark.parametrize("chapter", sorted(EXACT_PENDING))
-def test_exact_pending_list_is_current(chapter):
-    """Each chapter exempted from the exact check still needs it: a swept test comes off
-    the list, so the check covers it from then on."""
-    test = ROOT / "tests" / f"test_chapter_{chapter}.py"
-    assert test.exists(), f"EXACT_PENDING names {chapter}, which has no test"
-    conditions = claim_conditions(code_of((ROOT / "book" / f"{chapter}.md").read_text()))
-    exact = [
-        r for r in restatements(test.read_text(), conditions) if r[2].split()[0] in ("==", "is")
-    ]
-    assert exact, f"{test.name} restates no exact value now: remove it from EXACT_PENDING"
 
 
 def test_restatements_are_found():
