@@ -32,6 +32,8 @@ __all__ = ["CHIPS", "MEASURED", "Chip", "Measured", "chip", "measured", "names"]
 #: Where the figures come from.
 SCALING_BOOK_TPUS = "https://jax-ml.github.io/scaling-book/tpus/"
 H100_DATASHEET = "https://www.nvidia.com/en-us/data-center/h100/"
+#: nvidia-smi on an H100 80GB HBM3: "0MiB /  81559MiB" (a report in NVIDIA/nccl).
+NVIDIA_SMI_H100 = "https://github.com/NVIDIA/nccl/issues/1264"
 H200_DATASHEET = "https://www.nvidia.com/en-us/data-center/h200/"
 HOPPER_TUNING = "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html"
 DGX_H100 = "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"
@@ -181,7 +183,8 @@ def _hopper(name: str, hbm: float, bw: float, datasheet: str) -> Chip:
         cores=132,
         sources=MappingProxyType(
             {
-                "flops, HBM, NVLink": datasheet,
+                "flops, HBM bandwidth, NVLink": datasheet,
+                "HBM capacity": NVIDIA_SMI_H100 if name == "H100 SXM" else datasheet,
                 "shared memory per SM, SMs": HOPPER_TUNING,
                 "registers per SM": CUDA_LIMITS,
                 "network": DGX_H100,
@@ -191,7 +194,9 @@ def _hopper(name: str, hbm: float, bw: float, datasheet: str) -> Chip:
 
 
 _MIB = 1024 * 1024
-_GB = 1e9
+# HBM capacities: vendors print "GB", but HBM stacks hold binary gigabytes (a TPU v5e's
+# "16 GB" is 16 GiB); an H100's is what nvidia-smi reports, 81,559 MiB (NVIDIA_SMI_H100).
+_GIB = 1024 * _MIB
 
 #: Every chip the book uses, by the name the book gives it.
 CHIPS: MappingProxyType[str, Chip] = MappingProxyType(
@@ -200,12 +205,12 @@ CHIPS: MappingProxyType[str, Chip] = MappingProxyType(
         for c in (
             # name, bf16, int8, HBM, HBM bytes/s, ICI link one way, links (a 3D torus
             # gives 6, a 2D torus 4), VMEM per TensorCore (JAX's table), TensorCores
-            _tpu("TPU v4", 2.75e14, 2.75e14, 32 * _GB, 1.2e12, 4.5e10, 6, 16 * _MIB, 2),
-            _tpu("TPU v5e", 1.97e14, 3.94e14, 16 * _GB, 8.1e11, 4.5e10, 4, 128 * _MIB, 1),
-            _tpu("TPU v5p", 4.59e14, 9.18e14, 96 * _GB, 2.8e12, 9e10, 6, 64 * _MIB, 2),
-            _tpu("TPU v6e", 9.2e14, 1.84e15, 32 * _GB, 1.6e12, 9e10, 4, 128 * _MIB, 1),
-            _hopper("H100 SXM", 80 * _GB, 3.35e12, H100_DATASHEET),
-            _hopper("H200", 141 * _GB, 4.8e12, H200_DATASHEET),
+            _tpu("TPU v4", 2.75e14, 2.75e14, 32 * _GIB, 1.2e12, 4.5e10, 6, 16 * _MIB, 2),
+            _tpu("TPU v5e", 1.97e14, 3.94e14, 16 * _GIB, 8.1e11, 4.5e10, 4, 128 * _MIB, 1),
+            _tpu("TPU v5p", 4.59e14, 9.18e14, 96 * _GIB, 2.8e12, 9e10, 6, 64 * _MIB, 2),
+            _tpu("TPU v6e", 9.2e14, 1.84e15, 32 * _GIB, 1.6e12, 9e10, 4, 128 * _MIB, 1),
+            _hopper("H100 SXM", 81_559 * _MIB, 3.35e12, H100_DATASHEET),
+            _hopper("H200", 141 * _GIB, 4.8e12, H200_DATASHEET),
         )
     }
 )
