@@ -64,3 +64,12 @@ def test_raises_exception_cells_show_their_error_in_html(book, chapter):
     assert len(shown) == len(expected), (expected, shown)
     for ename, text in zip(expected, shown):
         assert ename in text, f"{ename} not shown in {chapter}.html"
+
+
+@pytest.mark.parametrize("page", chapters())
+def test_every_cross_reference_resolves(book, page):
+    """A `{ref}` whose label is missing, or sits on no heading, renders as plain text in
+    a `span.xref` with no link (Sphinx only warns): every one must be a link."""
+    soup = parsed_page(book, page)
+    broken = [s.get_text() for s in soup.select("span.xref") if s.parent.name != "a"]
+    assert not broken, f"{page}: references that did not resolve: {broken}"
