@@ -232,9 +232,10 @@ def test_fate_sharing_through_heartbeats(book):
     assert label == "The following tasks are unhealthy (stopped sending heartbeats)" and who == "1"
     # At least a second (the 3 s heartbeat timeout).
     assert float(g["heartbeat_lag"]) >= 1
-    # The false claim of old must not come back.
+    # The false claims of old must not come back.
     text = page_text(book, "multiprocess")
     assert "wait forever in" not in text and "others wait forever" not in text
+    assert "cannot communicate" not in text
 
 
 def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
@@ -273,8 +274,13 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     next0, next1 = glued(book, "multiprocess")["hang_next_failed"]
     assert next0.startswith("JaxRuntimeError") and "pair closure" in next0
     assert next1.startswith("JaxRuntimeError") and "closed by peer" in next1
+    # Only that ordered group of devices is broken: the same 4 devices in another
+    # order (another Gloo group) sum the ones of both processes, 2 x (2, 2), in both.
+    reordered = float(np.ones((2 * 2, 2)).sum())
+    assert float(g["hang_reordered"]) == reordered
     assert hang[0][5:] == [
         f"process 0: next sum together: {next0}",
+        f"process 0: sum, devices reordered: {reordered}",
         "process 0: working for 60 s ...",
     ]
     assert hang[1][1] == "process 1: first sum together: 8.0"
@@ -282,6 +288,7 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
     assert hang[1][3:] == [
         "process 1: busy elsewhere ...",
         f"process 1: next sum together: {next1}",
+        f"process 1: sum, devices reordered: {reordered}",
         "process 1: killed (SIGKILL)",
     ]
     assert float(g["hang_caught"]) > 0
