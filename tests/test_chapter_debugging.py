@@ -330,3 +330,13 @@ def test_loop_update_in_place(book):
     assert version < (0, 11, 1)  # before the regression the thread reports
     assert float(g["loop_step_ratio"]) > 0
     assert g["loop_copies"] == {50_000: 0, 200_000: 0}
+
+
+def test_sum_and_cumsum_counts(book):
+    """jax-ml/jax#19296: the prose's counts are the claim's, and n (n - 1) by hand."""
+    g = glued(book, "debugging")
+    n = 1024
+    _, before, after, windows = g["cumsum_flops"]["cumsum"]
+    assert g["cumsum_before"] == f"{n * (n - 1):,}" == f"{before:,.0f}"
+    assert g["cumsum_after"] == f"{after:,.0f}"
+    assert g["cumsum_windows"] == str(windows)

@@ -313,3 +313,12 @@ def source_of_chapter():
     from pathlib import Path
 
     return (Path(__file__).parents[1] / "book" / "migration.md").read_text()
+
+
+def test_rules_listing_a_name_twice(book):
+    """google/flax#1702's rules, `embed` on `model` and else on `data`: NNX keeps the
+    last rule of each name, so the activation's `batch` and `embed` both land on
+    `data`, which the error names."""
+    got = glued(book, "migration")["rules_twice"]
+    assert "duplicate entries for `data`" in got["error"]
+    assert got["error"].count("'data'") == 2

@@ -273,3 +273,10 @@ def test_sharding_nnx_jit_under_set_mesh(book):
     want = "P('x', 'y')"
     assert g["nnx_jit_specs"] == {"jax.jit": want, "nnx.jit": want}
     assert g["use_mesh_exists"] is False
+
+
+def test_explicit_axes_survive_a_checkpoint(book):
+    """google/orbax#2408: the restored weight's mesh has the Explicit section's axis
+    types, one per mesh axis of its type string."""
+    typ, axes = glued(book, "sharding")["explicit_restored"]
+    assert set(axes) == {"Explicit"} and len(axes) == 2
