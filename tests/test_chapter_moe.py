@@ -263,6 +263,13 @@ def test_dropless_layer_lowers_for_gpu_and_tpu(book):
     tokens, k, d = 1024 // 8, 2, 64  # per device
     assert g["dropless_sent"] == f"{tokens * k * d * 4:,}"  # every routed row, float32
     assert tokens * k * d * 4 < int(g["a2a_bytes"].replace(",", ""))  # the capacity layer's
+    # every ragged_dot takes the worst-case buffer: all 8 devices' routed rows
+    _, rows = g["dropless_rd_rows"]  # the count is the build's claim
+    assert rows == [str(8 * tokens * k)]
+    assert g["dropless_rows"] == f"{8 * tokens * k:,}"
+    slots = E * cap(LOCAL, E, K, CF)  # a device's experts' slots, from all 8
+    assert g["capacity_rows"] == slots
+    assert g["dropless_rows_ratio"] == f"{8 * tokens * k / slots:.1f}"
     # the CPU compile is shown failing: XLA:CPU has no ragged-all-to-all
     assert "`ragged-all-to-all` is not supported by XLA:CPU" in raised(book)["JaxRuntimeError"]
 
@@ -274,6 +281,17 @@ def test_top_k_order_smallest_and_axis(book):
     values, indices = g["top_k_order"]
     assert indices == order.tolist() == [1, 4, 3, 0, 2]
     assert values == scores[order].tolist()
+    # the two smallest of [3, MIN, 5, 1]: -x overflows (int32) or wraps (uint32)
+    smallest = g["top_k_int_smallest"]
+    for dt in (np.int32, np.uint32):
+        counts = np.array([3, np.iinfo(dt).min, 5, 1], dt)
+        truth = np.argsort(counts, kind="stable")[:2].tolist()
+        with np.errstate(over="ignore"):
+            wrapped = (-counts).astype(np.int64)  # wraps as JAX's does
+        negated = np.argsort(-wrapped, kind="stable")[:2].tolist()
+        neg, inv, err = smallest[dt.__name__]
+        assert inv == truth == [1, 3] and neg != truth and neg == negated
+        assert "floating" in err
 
 
 def test_pallas_triton_flag_error_is_shown(book):
