@@ -169,6 +169,8 @@ def test_retired_digressions_are_gone(g, text):
     # interpreter's cost_analysis given without saying it counts one grid step
     retired += ("v7x_cores", "v7x_two_cores", "two_core_blocks", "bf16_worst_rel")
     retired += ("vmem_doc", "flash_cost_interpreted")
+    # TPU bounds checks inferred from a flag's default (now buffer_bounds="padded")
+    retired += ("bounds_default", "debug_assert", "debug_poison", "estimate_plain")
     # detours cut for length: the debug switches, GPU attention lowered, megablox
     # run, the interpreter's cost_analysis, fused speed rows (vmap and scalar
     # prefetch came back, short: test_apis_a_practitioner_uses)
@@ -303,14 +305,21 @@ def test_shipped_kernels(g, text):
     with_estimate = sorted(f.stem for f in ops.rglob("*.py") if "cost_estimate" in f.read_text())
     assert with_estimate == ["flash_attention", "gmm"]
     assert g["ops_with_cost_estimate"] == "flash_attention and gmm"
+    # the GPU ops built on the deprecated Triton backend, none of them Mosaic GPU
+    triton = sorted(
+        f.stem for f in (ops / "gpu").glob("*.py") if "pallas import triton" in f.read_text()
+    )
+    assert g["ops_gpu_triton"] == ", ".join(triton)
+    assert {"paged_attention", "layer_norm", "rms_norm", "decode_attention"} <= set(triton)
 
 
 def test_out_of_bounds_and_unwritten_memory(g):
     # the last step reads rows 8 + 4 = 12 to 19 of 16
     # the interpreter's own line, read: rows 12..19 (slice(12, 20)) of a 16-row buffer
     assert g["oob_error"] == f"rows {8 + 4} to {8 + 4 + 8 - 1} of a 16-row buffer"
-    # Mosaic's bounds checks are on unless a kernel turns them off
-    assert g["bounds_default"] == "disable_bounds_checks defaults to False"
+    # buffer_bounds="padded" on a simulated v5e: rows 4..11 of 10, the two past the
+    # shape (inside the padding) come back as the interpreter's NaN, no error
+    assert g["oob_padded"] == f"{(4 + 8) - 10} rows of NaN"
     # interpret=True clamps the start 12 to 16 - 8 = 8: rows 8..15
     assert g["oob_clamped"] == f"{16 - 8} to {16 - 1}"
     assert g["unwritten_int"] == (
@@ -353,6 +362,8 @@ def test_bf16_kernel_and_edge_blocks(g, book, text):
     """bfloat16 in, float32 scratch, astype out; a cdiv grid over 20 rows in blocks of
     8, masked; jax.debug.print from inside the kernel, one line per grid point."""
     assert str(g["bf16_ratio"]) in text
+    # without preferred_element_type, XLA:CPU's dot hides the bfloat16 rounding
+    assert abs(float(g["bf16_no_preferred"]) - float(g["bf16_ratio"])) < 0.05
     assert "bfloat16" in cell_output(book, CHAPTER, "def matmul_bf16_kernel")
     n, block = 20, 8
     lines = [
@@ -439,7 +450,8 @@ def test_figures_and_races(g, book):
     # the flag CompilerParams's docstring names, as the docstring has it
     from jax.experimental.pallas import tpu as pltpu
 
-    assert "--xla_tpu_scoped_vmem_limit_kib=N" in pltpu.CompilerParams.__doc__
+    doc = " ".join(pltpu.CompilerParams.__doc__.split())
+    assert "must be used in conjunction with the --xla_tpu_scoped_vmem_limit_kib=N" in doc
     assert g["vmem_doc_flag"] == "--xla_tpu_scoped_vmem_limit_kib"
 
 
@@ -459,11 +471,6 @@ def test_flash_cost_estimate_by_hand(g):
         f"{flops:,} flops, {exps + logs:,} transcendentals, {hbm:,} bytes accessed"
     )
     assert g["flash_cost_tpu"].startswith("50,331,648 flops")
-    # pl.estimate_cost of jax.nn's attention counts every score: more than the two
-    # T x T matmuls alone, which the kernel does only 3/4 of
-    plain, _, by_hand = g["estimate_plain"].partition(" FLOPs against ")
-    assert by_hand == f"{flops:,}"
-    assert int(plain.replace(",", "")) > 4 * B * N * T * T * H
 
 
 def test_speed_floors_by_hand(g, text):
@@ -550,9 +557,3 @@ def test_apis_a_practitioner_uses(g, text):
     )
     for key in ("buffered_vmem", "emit_v5e", "emit_two_cores", "core_per_block"):
         assert g[key] in text
-    # the debug switches, lowered for a TPU: an assert with the kernel's message and
-    # float32's quiet NaN (0x7FC00000) for the scratch
-    assert g["debug_assert"].startswith("cf.assert %")
-    assert g["debug_assert"].endswith(', "a negative input"')
-    assert g["debug_poison"] == "arith.constant dense<0x7FC00000> : vector<8x128xf32>"
-    assert math.isnan(np.uint32(0x7FC00000).view(np.float32))  # float32's quiet NaN
