@@ -32,8 +32,6 @@ def test_pytrees_numbers(g):
     widths = (2, 16, 16, 3)
     assert g["mlp_params"] == sum(a * b + b for a, b in zip(widths, widths[1:]))
     assert g["package_mlp_same"] is True
-    gap = g["optax_gap"]
-    assert gap == "0 (bit for bit equal)" if g["optax_gap_value"] == 0 else float(gap) < 1e-6
     before, after = g["momentum_losses"]
     assert after < before
 
