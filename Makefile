@@ -122,7 +122,8 @@ notebooks-check: env
 	JAXGUIDE_WHEEL_RUN=all $(VENV)/bin/python -m pytest -q \
 		tests/test_notebooks.py tests/test_reproducible.py
 
-# One chapter's notebook (CHAPTER=<name>: notebooks/<name>.ipynb) run top to bottom as
+# One chapter's notebook (CHAPTER=<name>: notebooks/<name>.ipynb, regenerated first from
+# book/<name>.md, so an edited chapter never runs as its old notebook) run top to bottom as
 # the build runs a chapter (tools/jaxguide_build/notebook_runs.py: a fresh kernel over
 # IPC sockets), with this checkout's jaxguide and claims strict (a false one stops it),
 # in a fresh folder _build/notebook/<name>/; the executed notebook is
@@ -133,6 +134,7 @@ notebook: env
 	@test -n "$(CHAPTER)" && test -f notebooks/$(CHAPTER).ipynb || { \
 	  echo "usage: make notebook CHAPTER=<name> [WHEEL=1], <name> one of:" \
 	    $$(ls notebooks | sed -n 's/\.ipynb$$//p'); exit 1; }
+	$(VENV)/bin/python tools/make_notebooks.py $(CHAPTER)
 ifeq ($(WHEEL),1)
 	JAXGUIDE_WHEEL_RUN=$(CHAPTER) JAXGUIDE_TEST_BUILD=$(CURDIR) $(VENV)/bin/python -m pytest -q \
 		tests/test_notebooks.py::test_notebooks_run_from_a_wheel_in_a_clean_environment \

@@ -70,13 +70,6 @@ def test_control_flow_demonstrations(book):
     g = glued(book, "control_flow")
     raised = [(e.name, e.message) for e in errors(book, "control_flow")]
     names = [name for name, _ in raised]
-    # fori_loop with static bounds is a scan; with a traced bound, a while,
-    # traced once for two values of n.
-    assert g["fori_kinds"] == {
-        "static n": [("scan", 1000)],
-        "traced n": ["while"],
-        "traces for n = 3 and 7": 1,
-    }
     assert "TracerIntegerConversionError" in names
     # scan: carry and stacked outputs; Euler against its closed form.
     assert g["cumsum_scan"] == (15.0, [1.0, 3.0, 6.0, 10.0, 15.0])
@@ -128,8 +121,6 @@ def test_control_flow_demonstrations(book):
     assert table["fori_loop, traced n"] == ("no (ValueError)", ["while"])
     assert table["scan"] == ("yes", ["scan"]) and table["Python for"] == ("yes", [])
     assert float(g["forward_while"]) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-5)
-    # The where-gradient trap and its fix.
-    assert g["where_trap"] == {"value": 0.0, "gradient": "nan", "safe gradient": 0.0}
     # Dynamic shapes: the failing x[x > 0] is transforms' (referred to, not rerun).
     assert "{ref}`transforms-mask`" in str(load(book.notebook("control_flow"))["cells"])
     x = np.array([3.0, -1.0, 2.0, -5.0])
@@ -243,14 +234,7 @@ def test_control_flow_question_bank_answers(book):
     raised = [(e.name, e.message) for e in errors(book, "control_flow")]
     # Ten steps of x + t: the derivative of their sum is 10, device_put or not.
     assert float(g["mixed_carry_grad"]) == 10.0 and g["mixed_carry_grad"] in text
-    # An empty xs: the body is traced once for a () slice and never run; indexing
-    # the empty carry raises at trace time; a Python if on the length skips it.
-    assert g["scan_empty"] == {
-        "traced slices": [()],
-        "steps run": 0,
-        "outputs": (0,),
-        "marked": ((0,), [1.0, 1.0, 1.0]),
-    }
+    # Indexing an empty scan's carry raises at trace time (the error cell).
     assert any(n == "IndexError" and "out of bounds for axis 0 with size 0" in m for n, m in raised)
     # grad of a scan (a forward scan, then one in reverse): the residuals double with
     # the length, except when every step reads the history (T copies of T rows).

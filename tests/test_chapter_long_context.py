@@ -159,7 +159,6 @@ def test_faq_demonstrations(book, g):
     assert g["wrong_grad"] == f"{without:.0f}"
     # Padded keys: five differences against an explicit mask (each 0, its claim).
     assert len(g["lengths_checks"]) == 5
-    assert g["permute_kinds"] == {"async": False, "synchronous": True}
 
 
 def test_exercises_and_figure(book, g):

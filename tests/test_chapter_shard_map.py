@@ -50,7 +50,7 @@ def test_local_and_global(book, g, text):
 def test_psum_and_the_replication_check(book, g):
     blocks = np.arange(16.0).reshape(P_DEV, 2)
     assert g["partial_sums"] == blocks.sum(1).tolist()
-    assert g["psum_total"] == blocks.sum() == 120
+    assert g["psum_total"] == blocks.sum()
     out = cell_output(book, CHAPTER, "def local_sum(b):")
     assert "could not infer replication" in out, out
     # The error names the reader's function, not an internal wrapper.
@@ -87,10 +87,6 @@ def test_partial_manual(book, g):
     assert g["partial_results"] == {
         "explicit": ["float32[8@data]", rows],
         "auto": ["float32[8@data]", rows],
-    }
-    assert g["partial_types"] == {
-        "explicit": "float32[2,4@model]{V:data}",
-        "auto": "float32[2,4]{V:data}",
     }
     half, row_pair = 2 * 2 * F32, 2 * F32
     assert g["partial_collectives"] == {
@@ -224,7 +220,7 @@ def test_choice_and_closure(g):
         "closed_over {}": [n],
         "closed_over {'spmd_axis_name': 'x'}": [n * P_DEV],
     }
-    assert g["closure_wrong"] == n * P_DEV == 64
+    assert g["closure_wrong"] == n * P_DEV
 
 
 def test_pmax_and_nested_vmap(g):

@@ -32,13 +32,6 @@ def test_transforms(book):
     assert g["df_dx_1"] == pytest.approx(3 * np.cos(1.0), rel=1e-6)
     f = lambda x, y: np.sin(x) * y + 2.0  # noqa: E731  (the page's f, recomputed)
     np.testing.assert_allclose(g["batched_f"], [f(0.0, 3.0), f(1.0, 3.0)], rtol=1e-6)
-    # Trace-time print ran once, on a tracer; debug.print on both calls; 2 * x.
-    assert g["phase_prints"] == {
-        "print": 1,
-        "debug.print": 2,
-        "saw a tracer": True,
-        "results": [2 * 1.0, 2 * 2.0],
-    }
     assert g["traces"] == [(3,), (4,)]
     # The jaxprs the prose reads line by line: under vmap the same operations, on the
     # batched shape (4, 3) (one jit equation named f: its claim).
@@ -187,7 +180,6 @@ def test_jaxpr_source_lines(book):
         "reduce_sum": 1,
         "add_any": 0,
     }
-    assert {"mul", "add_any"} <= set(s["backward at the tanh line"])
 
 
 def test_nested_jit(book):
@@ -233,11 +225,6 @@ def test_vmap_sizes(book):
     assert "size 10: axis 0 of argument x of type float32[10,4]" in sizes[0]
     assert "size 4: axis 1 of argument w of type float32[10,4]" in sizes[0]
     assert "scale" not in sizes[0]  # the unmapped int is left out
-    assert glued(book, "transforms")["vmap_keyword"] == {
-        "names kwargs['w']": True,
-        "tuple covers positional only": True,
-        "fixed shapes": ((10,), (10,)),
-    }
 
 
 def test_jaxpr_repeats_compiled_once(book):

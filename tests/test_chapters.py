@@ -161,12 +161,16 @@ def test_visible_cells_need_no_name_only_a_hidden_cell_defines(chapter):
 # a second time, and the two drift apart when one of them changes. The check reads both
 # by their syntax trees. A claim's conditions are the comparisons in its ``holds`` of the
 # claimed value (of an expression holding it, or of a part of it) with a literal or with
-# a name the chapter binds once, to a literal (``TOL = 1e-5``); a claim whose ``holds``
+# a name the chapter binds once, to a literal (``TOL = 1e-5``; a literal is a constant,
+# arithmetic on them, or a tuple, list, set or dict of them); a claim whose ``holds``
 # is its value (``claim(k, ok, ok, ...)``) has the condition ``is True``. A test restates
 # one when an ``assert`` compares an expression that reads ``...["key"]`` (directly,
 # through a name the test bound from it, or in a comprehension over it) with the same
 # operator and literal, or asserts ``...["key"]`` itself (``is True``, ``== True``, bare)
-# for a condition ``is True``.
+# for a condition ``is True``. In a chain of ``==`` the literal is every side's
+# (``g["total"] == blocks.sum() == 120`` restates ``total == 120``). Not read: a
+# condition on a function of the value (``max(errs.values()) < 1e-5`` against
+# ``all(e < 1e-5 ...)`` in the test), or a test bounding a sibling glue of the claim.
 
 _OPS = {
     ast.Lt: "<",
@@ -190,17 +194,30 @@ _NOT_LITERAL = object()
 TRUE = ("is", True)
 
 
-def _literal(node: ast.AST, names: dict[str, object]) -> object:
-    """The value of a literal (a constant, ``-x``, arithmetic on numbers, a tuple or list
-    of literals, a name in ``names``), or ``_NOT_LITERAL``; lists read as tuples, as
-    glued JSON lists and a chapter's tuples compare equal."""
+def _literal(node: ast.AST, names: dict[str, object], legacy: bool = False) -> object:
+    """The value of a literal (a constant, ``-x``, arithmetic on numbers, a tuple, list,
+    set or dict of literals, a name in ``names``), or ``_NOT_LITERAL``; lists read as
+    tuples, as glued JSON lists and a chapter's tuples compare equal, and a dict reads as
+    its sorted items and a set as its sorted elements (hashable, so that conditions can be
+    kept in a set, and printed the same in every run). ``legacy`` reads no set or dict:
+    the check before review r37 (``PENDING_R37``)."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
         return names.get(node.id, _NOT_LITERAL)
     if isinstance(node, (ast.Tuple, ast.List)):
-        items = [_literal(e, names) for e in node.elts]
+        items = [_literal(e, names, legacy) for e in node.elts]
         return _NOT_LITERAL if _NOT_LITERAL in items else tuple(items)
+    if isinstance(node, ast.Set) and not legacy:
+        items = [_literal(e, names, legacy) for e in node.elts]
+        return _NOT_LITERAL if _NOT_LITERAL in items else ("set", tuple(sorted(items, key=repr)))
+    if isinstance(node, ast.Dict) and not legacy:
+        if any(k is None for k in node.keys):  # {**other}
+            return _NOT_LITERAL
+        pairs = [(_literal(k, names), _literal(v, names)) for k, v in zip(node.keys, node.values)]
+        if any(_NOT_LITERAL in pair for pair in pairs):
+            return _NOT_LITERAL
+        return ("dict", tuple(sorted(pairs, key=repr)))
     numbers: list[object] = []
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         numbers = [_literal(node.operand, names)]
@@ -216,7 +233,7 @@ def _literal(node: ast.AST, names: dict[str, object]) -> object:
     return _NOT_LITERAL
 
 
-def _bound_once(trees: list[ast.Module]) -> dict[str, object]:
+def _bound_once(trees: list[ast.Module], legacy: bool = False) -> dict[str, object]:
     """The names the code binds exactly once, at module level and to a literal
     (``TOL = 1e-5``); a name bound again anywhere (``x = 0.0`` then ``x = max(x, d)``
     in a loop) is a variable."""
@@ -231,18 +248,28 @@ def _bound_once(trees: list[ast.Module]) -> dict[str, object]:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name) and bindings[target.id] == 1:
-                    values[target.id] = _literal(stmt.value, {})
+                    values[target.id] = _literal(stmt.value, {}, legacy)
     return {name: v for name, v in values.items() if v is not _NOT_LITERAL}
 
 
-def _comparisons(node: ast.Compare, names: dict[str, object]):
+def _comparisons(node: ast.Compare, names: dict[str, object], legacy: bool = False):
     """(the other side, operator, literal) for each link of a comparison that has a
-    literal on exactly one side, the literal put on the right."""
+    literal on exactly one side, the literal put on the right. In a chain of ``==``
+    (``g["total"] == blocks.sum() == 120``) every side equals the literal, so each side
+    that is not one is paired with it, not only its neighbour."""
     sides = [node.left, *node.comparators]
+    if not legacy and len(sides) > 2 and all(isinstance(op, ast.Eq) for op in node.ops):
+        values = [_literal(side, names) for side in sides]
+        literals = [v for v in values if v is not _NOT_LITERAL]
+        if len(literals) == 1:
+            for side, value in zip(sides, values):
+                if value is _NOT_LITERAL:
+                    yield side, "==", literals[0]
+            return
     for a, op, b in zip(sides, node.ops, sides[1:]):
         if type(op) not in _OPS:
             continue
-        left, right = _literal(a, names), _literal(b, names)
+        left, right = _literal(a, names, legacy), _literal(b, names, legacy)
         if right is not _NOT_LITERAL and left is _NOT_LITERAL:
             yield a, _OPS[type(op)], right
         elif left is not _NOT_LITERAL and right is _NOT_LITERAL:
@@ -280,7 +307,7 @@ def _is_claim(node: ast.AST) -> bool:
     return name == "claim" and isinstance(key, ast.Constant) and isinstance(key.value, str)
 
 
-def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
+def claim_conditions(cells: list[str], legacy: bool = False) -> dict[str, set[tuple[str, object]]]:
     """Each claim's key in a chapter's code cells, with the conditions its ``holds``
     states of its value (see the comment above)."""
     trees = []
@@ -289,7 +316,7 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
             trees.append(ast.parse(cell))
         except SyntaxError:
             continue
-    names = _bound_once(trees)
+    names = _bound_once(trees, legacy)
     conditions: dict[str, set[tuple[str, object]]] = {}
     for tree in trees:
         for call in filter(_is_claim, ast.walk(tree)):
@@ -301,7 +328,7 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
             for compare in ast.walk(holds):
                 if not isinstance(compare, ast.Compare):
                     continue
-                for side, op, literal in _comparisons(compare, names):
+                for side, op, literal in _comparisons(compare, names, legacy):
                     reads = {
                         ast.dump(n)
                         for part in _in_comprehensions(side, holds, parents)
@@ -326,12 +353,12 @@ def _keys_read(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
 
 
 def restatements(
-    test_source: str, conditions: dict[str, set[tuple[str, object]]]
+    test_source: str, conditions: dict[str, set[tuple[str, object]]], legacy: bool = False
 ) -> list[tuple[int, str, str]]:
     """(line, key, condition) for each assertion in a chapter's test module that compares
     a claim's glued value the way the claim does."""
     tree = ast.parse(test_source)
-    names = _bound_once([tree])
+    names = _bound_once([tree], legacy)
     parents = _parents(tree)
     found = []
     for function in ast.walk(tree):
@@ -357,7 +384,7 @@ def restatements(
                     checked.append(([part], TRUE, part.lineno))
             for compare in ast.walk(test):
                 if isinstance(compare, ast.Compare):
-                    for side, op, literal in _comparisons(compare, names):
+                    for side, op, literal in _comparisons(compare, names, legacy):
                         parts = list(_in_comprehensions(side, statement, parents))
                         checked.append((parts, _condition(op, literal), compare.lineno))
             for parts, condition, line in checked:
@@ -374,6 +401,35 @@ def restatements(
 ENFORCED = {"<", "<=", ">", ">=", "!=", "==", "is"}
 
 
+#: Chapters whose tests still hold restatements of the forms review r37 taught the check
+#: (a dict or set literal, a literal at the end of a chain of ``==``), because their
+#: chapter and test were being edited on other branches when the check learnt them. For
+#: these chapters only, the check runs as it did before r37 (``legacy=True``): every
+#: restatement it found then still fails. Remove a chapter from here once its test is
+#: cleaned; the list only shrinks.
+PENDING_R37 = {
+    chapter: "edited on another branch"
+    for chapter in (
+        "debugging",
+        "inference",
+        "migration",
+        "moe",
+        "pallas",
+        "performance",
+        "scaling",
+        "sharding",
+    )
+}
+
+
+def _restated(chapter: str, legacy: bool = False) -> list[tuple[int, str, str]]:
+    test = ROOT / "tests" / f"test_chapter_{chapter}.py"
+    cells = code_of((ROOT / "book" / f"{chapter}.md").read_text())
+    conditions = claim_conditions(cells, legacy)
+    found = restatements(test.read_text(), conditions, legacy)
+    return [r for r in found if r[2].split()[0] in ENFORCED]
+
+
 @pytest.mark.parametrize("chapter", executed_chapters())
 def test_chapter_tests_do_not_restate_claims(chapter):
     """No chapter test compares a claim's glued value with the bound the claim checks
@@ -381,8 +437,7 @@ def test_chapter_tests_do_not_restate_claims(chapter):
     test = ROOT / "tests" / f"test_chapter_{chapter}.py"
     if not test.exists():
         pytest.skip(f"{chapter} has no test of its own")
-    conditions = claim_conditions(code_of((ROOT / "book" / f"{chapter}.md").read_text()))
-    found = [r for r in restatements(test.read_text(), conditions) if r[2].split()[0] in ENFORCED]
+    found = _restated(chapter, legacy=chapter in PENDING_R37)
     new = [f"{test.name}:{line}: {key} {cond}" for line, key, cond in found]
     assert not new, (
         f"{chapter}'s test restates claims of book/{chapter}.md; assert against an "
@@ -390,10 +445,22 @@ def test_chapter_tests_do_not_restate_claims(chapter):
     )
 
 
+def test_pending_r37_is_still_needed():
+    """Each chapter in ``PENDING_R37`` still has a restatement only the r37 forms find;
+    one that has none must leave the list."""
+    done = [c for c in PENDING_R37 if not _restated(c)]
+    assert not done, f"remove {done} from PENDING_R37: their tests restate nothing now"
+
+
 def test_restatements_are_found():
     """The check finds a restated bound (through a name, a wrapper, an alias and a
-    comprehension, a constant on either side) and passes an independent check."""
+    comprehension, a constant on either side), a restated dict, set or list, and the
+    literal at the end of a chain of ``==``, and passes an independent check."""
     chapter = [
+        'jaxguide.claim("kinds", kinds, kinds == {"a": [1, 2], "b": True}, "as shown")',
+        'jaxguide.claim("ops", ops, ops >= {"mul", "add"}, "both")',
+        'jaxguide.claim("total", total, total == 120, "120")',
+        'jaxguide.claim("pairs", pairs, pairs == [(0, 1), (1, 2)], "two pairs")',
         "TOL = 1e-5\nworst = 0.0\nfor d in diffs:\n    worst = max(worst, d)",
         'jaxguide.claim("gap", gap, gap < TOL, "below 1e-5", fmt=".1e")',
         'jaxguide.claim("diffs", diffs, max(diffs) < 1e-5, "below 1e-5")',
@@ -413,10 +480,24 @@ def test_it(g):
     assert float(g["gap"]) == pytest.approx(abs(a - b), rel=0.05)  # independent
     assert g["n"] == 3
     assert float(g["gap"]) < 1e-4  # another bound: not this check's business
+    assert g["kinds"] == {"b": True, "a": (1, 2)}  # key order and list or tuple: the same
+    assert {"add", "mul"} <= set(g["ops"])
+    assert g["total"] == blocks.sum() == 120  # the literal reaches every side
+    assert g["total"] == blocks.sum()  # independent
+    assert g["pairs"] == [[0, 1], [1, 2]]
+    assert g["kinds"] == {"a": [1, 2], "b": False}  # another value
 """
+    assert conditions["kinds"] == {("==", ("dict", (("a", (1, 2)), ("b", True))))}
     assert restatements(test, conditions) == [
         (3, "gap", "< 1e-05"),
         (5, "diffs", "< 1e-05"),
         (6, "ok", "is True"),
         (8, "n", "== 3.0"),
+        (10, "kinds", "== ('dict', (('a', (1, 2)), ('b', True)))"),
+        (11, "ops", ">= ('set', ('add', 'mul'))"),
+        (12, "total", "== 120.0"),
+        (14, "pairs", "== ((0, 1), (1, 2))"),
     ]
+    # Before r37 (PENDING_R37's chapters) none of the new forms was read.
+    old = restatements(test, claim_conditions(chapter, legacy=True), legacy=True)
+    assert [line for line, _, _ in old] == [3, 5, 6, 8, 14]

@@ -23,6 +23,19 @@ def test_every_chapter_has_an_up_to_date_notebook():
     assert make_notebooks.main(["--check"]) == 0, "run: make notebooks"
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--chek"]])
+def test_help_and_a_mistyped_option_write_nothing(argv, monkeypatch, capsys):
+    def write(**kwargs: object) -> int:
+        raise AssertionError(f"wrote notebooks for {argv}")
+
+    monkeypatch.setattr(notebooks, "update", write)
+    with pytest.raises(SystemExit) as exit:
+        make_notebooks.main(argv)
+    assert exit.value.code == (0 if argv == ["--help"] else 2)
+    out = capsys.readouterr()
+    assert "--check" in (out.out if argv == ["--help"] else out.err)
+
+
 def test_the_check_catches_stale_and_missing_notebooks(tmp_path, capsys):
     # Two chapters are enough to show both failures (each notebook costs a fraction of
     # a second of CPU to make, and the full set is checked above).

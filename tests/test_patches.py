@@ -1,6 +1,7 @@
 """jaxguide_build.patches: the patches of third-party libraries (the exact stream merge,
 jupyter-cache's single parse) and their one rule for untested releases."""
 
+import inspect
 import os
 import re
 from pathlib import Path
@@ -74,16 +75,43 @@ def test_jupyter_cache_parses_a_chapter_once_per_version(tmp_path, monkeypatch):
     assert cache_main.get_reader is fake_get_reader  # put back on the way out
 
 
-def _table_rows() -> dict[str, tuple[str, str, str]]:
+def _table_rows(doc: str | None = None) -> dict[str, tuple[str, str, str]]:
     """The rows of the table in patches' docstring: patch -> (package, code, installed by),
-    without the double backquotes."""
+    as docutils reads it (so Sphinx renders the same), without the double backquotes; a
+    malformed table (a cell past its column's edge) stops the test."""
+    import docutils.core
+    import docutils.nodes
+
+    lines = inspect.cleandoc(doc or patches.__doc__ or "").splitlines()
+    edges = [i for i, line in enumerate(lines) if line.startswith("====")]
+    table = "\n".join(lines[edges[0] : edges[-1] + 1])
+    tree = docutils.core.publish_doctree(
+        table, settings_overrides={"halt_level": 2, "report_level": 5}
+    )
     rows = {}
-    for line in patches.__doc__.splitlines():
-        cells = re.findall(r"(\S(?:.*?\S)?)(?:\s{2,}|$)", line)
-        if len(cells) == 4 and cells[0].startswith("``"):
-            name, package, code, by = (c.strip("`") for c in cells)
+    for row in tree.findall(docutils.nodes.row):
+        cells = [entry.astext() for entry in row.findall(docutils.nodes.entry)]
+        assert len(cells) == 4, cells
+        if cells[0] != "patch":  # the header
+            name, package, code, by = cells
             rows[name] = (package, code, by)
     return rows
+
+
+def test_a_malformed_table_row_fails_the_table_check():
+    """A cell one character past its column's edge (review r37 found one) is an error
+    for docutils, and so for the test that reads the table."""
+    import docutils.utils
+
+    bad = "\n".join(
+        line.replace(
+            "``sphinx no search index``           ", "``sphinx no search index``          "
+        )
+        for line in (patches.__doc__ or "").splitlines()
+    )
+    assert bad != patches.__doc__
+    with pytest.raises(docutils.utils.SystemMessage, match="Malformed table"):
+        _table_rows(bad)
 
 
 def _installs(module: str) -> set[str]:

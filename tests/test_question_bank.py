@@ -105,6 +105,17 @@ def test_page_is_up_to_date():
     assert make_questions.main(["--check"]) == 0
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--chek"]])
+def test_help_and_a_mistyped_option_write_nothing(argv, monkeypatch):
+    def render(*args: object) -> str:
+        raise AssertionError(f"rendered the page for {argv}")
+
+    monkeypatch.setattr(make_questions, "render", render)
+    with pytest.raises(SystemExit) as exit:
+        make_questions.main(argv)
+    assert exit.value.code == (0 if argv == ["--help"] else 2)
+
+
 def test_bank_has_not_shrunk(entries):
     answered = sum(e.answered for e in entries)
     assert len(entries) >= MIN_ENTRIES, len(entries)

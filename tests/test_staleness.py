@@ -38,6 +38,13 @@ def test_closure_follows_the_package_init():
     assert graph.closure(set()) == set()
 
 
+def test_closure_sees_the_module_launch_runs_by_name():
+    """distributed.launch starts ``python -m jaxguide._runner``: a chapter that imports
+    distributed depends on _runner too."""
+    graph = staleness.PackageGraph()
+    assert "_runner" in graph.closure({"distributed"})
+
+
 def test_fingerprint_changes_with_a_package_version():
     graph = staleness.PackageGraph()
     a = staleness.fingerprint(CHAPTER, graph, version=lambda d: "1.0")

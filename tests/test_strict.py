@@ -78,3 +78,37 @@ def test_planted_failing_cell_breaks_the_build(book_copy, pages):
     assert "Traceback (most recent call last)" not in log and "Please also report" not in log
     assert len(log.splitlines()) < 40, log
     assert_quiet(log)
+
+
+CLAIMING = (
+    MYST_HEADER
+    + """# Claiming
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+import jaxguide
+
+jaxguide.claim("planted_claim", 1, 1 == 2, "one is two")
+```
+
+One is {glue:text}`planted_claim`.
+"""
+)
+
+
+def test_a_false_claim_stops_a_parallel_build(book_copy):
+    """The book's central guarantee, end to end: in a build of two chapters (the
+    parallel pre-execution, forked workers), a claim that does not hold raises
+    ``ClaimError`` in its kernel (the build's kernels set ``JAXGUIDE_STRICT_CLAIMS``)
+    and stops the build, where Colab would only print a line."""
+    (book_copy / "book" / "claiming.md").write_text(CLAIMING)
+    (book_copy / "book" / "fine.md").write_text(GOOD)
+    (book_copy / "_toc.yml").write_text(
+        "format: jb-book\nroot: fine\nchapters:\n  - file: claiming\n"
+    )
+    proc = jupyter_book("build", "book/", cwd=book_copy)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, "a page with a false claim was published"
+    assert "executing 2 chapters in parallel" in log
+    assert "[jaxguide-build] chapter 'claiming' failed: ClaimError" in log, log
+    assert "planted_claim" in log

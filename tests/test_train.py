@@ -63,7 +63,7 @@ def test_batch_at_is_a_pure_function_of_the_step_and_covers_each_epoch():
     [
         (
             lambda: data.batch_at(np.ones(10), 0, batch_size=11),
-            "batch_size=11 is larger than the 10 examples",
+            r"batch_at\(batch_size=11\): batch_size is larger than the 10 examples",
         ),
         (
             lambda: data.batch_at(np.ones(10), -1, batch_size=2),
@@ -198,7 +198,9 @@ def test_train_argument_errors():
         train.fit(step, params, opt.init(params), xy, steps=0, batch_size=4)
     with pytest.raises(TypeError, match=r"fit\(batch_size=4.0\): batch_size must be an int"):
         train.fit(step, params, opt.init(params), xy, steps=1, batch_size=4.0)
-    with pytest.raises(ValueError, match="batch_size=32 is larger than the 16 examples"):
+    with pytest.raises(
+        ValueError, match=r"batch_at\(batch_size=32\): batch_size is larger than the 16 examples"
+    ):
         train.fit(step, params, opt.init(params), xy, steps=1, batch_size=32)
     with pytest.raises(ValueError, match="the data has 2 features .* expects 5"):
         wide = models.init_mlp(jax.random.key(0), (5, 4, 3))

@@ -25,6 +25,7 @@ stops the generator with a message naming it.
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from dataclasses import dataclass
@@ -183,9 +184,27 @@ def render(entries: list[Entry]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line; ``--help`` (or an unknown option) exits before anything is
+    written.
+
+    >>> parse(["--check"]).check, parse([]).check
+    (True, False)
+    """
+    parser = argparse.ArgumentParser(
+        prog="make_questions.py",
+        description="Write book/questions.md from book/questions.yml.",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if book/questions.md is missing or stale",
+    )
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    check = "--check" in argv
+    check = parse(sys.argv[1:] if argv is None else argv).check
     try:
         text = render(load())
     except BankError as err:

@@ -326,7 +326,8 @@ def train_test_split(
     seed = count("train_test_split", "seed", seed)
     if len(x) != len(y):
         raise ValueError(
-            f"train_test_split: x has {len(x)} examples but y has {len(y)}; they must match."
+            f"train_test_split(x=..., y=...): x has {len(x)} examples but y has {len(y)}; "
+            "they must match."
         )
     test_fraction = real("train_test_split", "test_fraction", test_fraction)
     if not 0 < test_fraction < 1:
@@ -390,12 +391,13 @@ def batch_at(data: Dataset, step: int, *, batch_size: int, seed: int = 0) -> Dat
     sizes = {len(leaf) for leaf in leaves}
     if len(sizes) != 1:
         raise ValueError(
-            f"batch_at: all arrays in data must have the same length, got {sorted(sizes)}."
+            f"batch_at(data=...): all arrays in data must have the same length, got {sorted(sizes)}."
         )
     n = sizes.pop()
     if bs > n:
         raise ValueError(
-            f"batch_at: batch_size={bs} is larger than the {n} examples in data; use at most {n}."
+            f"batch_at(batch_size={bs}): batch_size is larger than the {n} examples in data; "
+            f"use at most {n}."
         )
     epoch, i = divmod(int(step), n // bs)
     idx = _epoch_order(int(seed), epoch, n)[i * bs : (i + 1) * bs]

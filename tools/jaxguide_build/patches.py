@@ -27,7 +27,7 @@ patch                                package          code                 insta
 ``jupyter-cache parallel executor``  jupyter-cache    ``execution``        ``execution``
 ``sphinx figure numbers``            sphinx           ``incremental``      ``incremental``
 ``sphinx pickled doctrees``          sphinx           ``incremental``      ``incremental``
-``sphinx no search index``          sphinx           ``site.search``      ``site``
+``sphinx no search index``           sphinx           ``site.search``      ``site``
 ``sphinx-exercise registry``         sphinx-exercise  ``incremental``      ``incremental``
 ===================================  ===============  ===================  ==================
 

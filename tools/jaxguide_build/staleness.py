@@ -440,7 +440,7 @@ def outdated(
                     read_myst_markdown_notebook(path.read_text(encoding="utf-8"))
                 ).pk
             )
-        except Exception:  # KeyError: nothing cached under this hash
+        except KeyError:  # nothing cached under this hash (a parse error is not caught)
             pass
         for pk in dropped:
             cache.remove_cache(pk)
@@ -471,7 +471,10 @@ def save(app: Sphinx, exception: BaseException | None) -> None:
         for docname, path in getattr(state, "jaxguide_chapters", {}).items():
             try:
                 cached = cache.get_cached_project_nb(str(path.resolve())) is not None
-            except Exception:  # not in the project, or no cache record
+            except (KeyError, OSError):
+                # Not in the project (KeyError), its file gone or unreadable (OSError, and
+                # jupyter-cache's NbReadError, an OSError): no outputs to keep a
+                # fingerprint for.
                 cached = False
             if cached and docname in new:
                 saved[docname] = new[docname]
