@@ -86,8 +86,9 @@ def test_time_per_scope(book):
     assert 0 < g["dw2_us"] <= per_phase["layer2 backward"]
     assert "ynn_fusion" in g["fused_matmuls"]
     assert g["dw_kinds"] == ["dot"]
-    # Every rate left is below the fastest product timed alone.
-    assert max(rate.values()) < float(g["phase_peak"]) + 0.05
+    # Every rate left is within twice the fastest product timed alone.
+    assert float(g["phase_rate_max"]) == pytest.approx(max(rate.values()), abs=0.1)
+    assert max(rate.values()) < 2 * float(g["phase_peak"]) + 0.1
     text = page_text(book, CH)
     assert "far below the" not in text
     assert "where the wide matmuls are YNNPACK fusions" not in text
