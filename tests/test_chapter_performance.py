@@ -73,26 +73,22 @@ def test_time_per_scope(book):
         flops[f"layer{i} forward"] = 2 * 512 * m * n
         flops[f"layer{i} backward"] = 2 * 512 * m * n * (1 if i == 0 else 2)
     assert g["phase_flops"] == flops
-    rate = {k: flops[k] / per_phase[k] / 1e3 for k in flops}
-    assert float(g["rate_l2_back"]) == pytest.approx(rate["layer2 backward"], abs=0.1)
-    assert float(g["rate_l1_fwd"]) == pytest.approx(rate["layer1 forward"], abs=0.1)
+    # No rate for a phase holding a plain dot (its event can end at dispatch):
+    # the backward passes, which hold the weight gradients.
+    dots = set(g["dot_phases"])
+    assert {f"layer{i} backward" for i in range(3)} <= dots
+    rate = {k: flops[k] / per_phase[k] / 1e3 for k in flops if k not in dots}
+    assert set(g["phase_rates"]) == set(rate)
+    for k, v in rate.items():
+        assert g["phase_rates"][k] == pytest.approx(v, rel=0.01, abs=0.1)
     assert g["l2_flop_share"] == "1/16"
-    assert rate["layer2 backward"] < rate["layer1 forward"]
     # The weight gradient of the 16-column layer is a plain dot, inside its phase.
     assert 0 < g["dw2_us"] <= per_phase["layer2 backward"]
     assert "ynn_fusion" in g["fused_matmuls"]
-    # All three weight gradients are plain dots (the claim counts three); the
-    # 16-column one ran at under half the rate of the 512-column one, and the glued
-    # slowest phases are the table's.
     assert g["dw_kinds"] == ["dot"]
-    # Timed alone, layer 2's forward product beats its weight gradient of the same
-    # sizes.
-    assert float(g["rate_l2_fwd"]) == pytest.approx(rate["layer2 forward"], abs=0.1)
-    # The slowest phase per FLOP and its rate against the next slowest, from the
-    # table's own numbers (not a templated "far below").
-    order = sorted(rate, key=rate.get)
-    assert g["slowest_phase"] == order[0]
-    assert pct(g["slowest_vs_next"]) == pytest.approx(rate[order[0]] / rate[order[1]], abs=0.006)
+    # Every rate left is within twice the fastest product timed alone.
+    assert float(g["phase_rate_max"]) == pytest.approx(max(rate.values()), abs=0.1)
+    assert max(rate.values()) < 2 * float(g["phase_peak"]) + 0.1
     text = page_text(book, CH)
     assert "far below the" not in text
     assert "where the wide matmuls are YNNPACK fusions" not in text
@@ -259,13 +255,8 @@ def test_weight_gradient_remedy(book):
     step_flops = sum(g["phase_flops"].values())
     gflops = step_flops / (float(g["step_ms_best"]) / 1e3) / 1e9
     assert float(g["step_gflops"]) == pytest.approx(gflops, rel=0.01, abs=1)
-    # The phase it fixes, ranked by the glued per-phase times: not the longest.
-    ranked = sorted(g["per_phase_us"], key=g["per_phase_us"].get, reverse=True)
-    assert int(g["dw2_rank"]) == ranked.index("layer2 backward") + 1 > 1
-    assert int(g["n_phases"]) == len(ranked)
-    # The dot's share of the step, from the glued per-phase times and the dot's time.
-    step_us = sum(g["per_phase_us"].values())
-    assert pct(g["dw2_step_share"]) == pytest.approx(g["dw2_us"] / step_us, abs=0.006)
+    # The dot's share of the step: both timed alone, in the same interleaved runs.
+    assert pct(g["dw2_step_share"]) == pytest.approx(dot_us / step_us, abs=0.006)
 
 
 def test_figures_have_alt_text(book):
@@ -463,11 +454,12 @@ def test_the_cures_run(book):
     # The idle shares and step times move with the load: shown, never ranked. The
     # count of steps begun early is what the cure changes, out of the four steps
     # after the first (none when each loss is read back: the claim).
-    # Three cured runs: the fewest and the most steps begun early, and the
+    # Two cured runs: the fewest and the most steps begun early, and the
     # range of idle shares.
     assert 0 <= int(g["ahead_cured"]) <= int(g["ahead_cured_max"]) <= 4
     # The loader waits 10 ms on "I/O": the cure overlaps that wait with the step, so
-    # the fastest cured run's five steps span less time than the read-back loop's.
+    # the faster of two cured runs spans less time than the faster of two read-back
+    # runs (like with like).
     assert 0 < float(g["span_cured"]) < float(g["span_readback"])
     lo, hi = (pct(v) for v in str(g["idle_cured"]).split(" to "))
     assert 0 <= lo <= hi < 100
@@ -497,6 +489,7 @@ def test_profile_reading_tightened(book):
         "layer0 weight gradient",
         "layer1 weight gradient",
         "layer2 weight gradient",
+        "layer1 forward",
         "layer2 forward",
     ]
     assert g["alone_fwd_kind"] == g["alone_kinds"]["layer2 forward"]
