@@ -96,7 +96,7 @@ def test_small_routing_example(book):
     order = np.argsort(-logits, axis=1, kind="stable")[:, :2]
     assert table["experts"] == order.tolist()
     assert np.allclose(table["gates"], np.take_along_axis(probs, order, 1), atol=0.006)
-    assert table["dropped"] == numpy_drops(logits, 2, 2) == 6
+    assert table["dropped"] == numpy_drops(logits, 2, 2)
     # normalised gates: GShard's division, Mixtral's softmax over the top k
     plain, norm = g["gate_sums"]
     assert len(plain) == len(norm)
@@ -279,7 +279,7 @@ def test_top_k_order_smallest_and_axis(book):
     scores = np.array([2.0, 7.0, 2.0, 5.0, 7.0, 2.0])
     order = np.argsort(-scores, kind="stable")[:5]
     values, indices = g["top_k_order"]
-    assert indices == order.tolist() == [1, 4, 3, 0, 2]
+    assert indices == order.tolist()
     assert values == scores[order].tolist()
     # the two smallest of [3, MIN, 5, 1]: -x overflows (int32) or wraps (uint32)
     smallest = g["top_k_int_smallest"]
@@ -290,7 +290,7 @@ def test_top_k_order_smallest_and_axis(book):
             wrapped = (-counts).astype(np.int64)  # wraps as JAX's does
         negated = np.argsort(-wrapped, kind="stable")[:2].tolist()
         neg, inv, err = smallest[dt.__name__]
-        assert inv == truth == [1, 3] and neg != truth and neg == negated
+        assert inv == truth and neg != truth and neg == negated
         assert "floating" in err
 
 

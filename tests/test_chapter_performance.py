@@ -128,11 +128,6 @@ def test_mixed_precision(book):
     # The mixed program's three matmul fusions (one per layer) take bfloat16 operands,
     # with no convert.
     assert g["mixed_fusions_bf16"] == len(SIZES) - 1
-    # The backward pass: traced as float32 cotangent x bfloat16 operand, lowered by
-    # JAX as float32 x float32 with converts; bfloat16 results make every dot bf16.
-    assert g["mp_dots_traced"] == {"bfloat16 x bfloat16": 3, "float32 x bfloat16": 5}
-    assert g["mp_dots_lowered"] == {"bf16 x bf16 -> f32": 3, "f32 x f32 -> f32": 5}
-    assert g["mp_dots_bf16_out"] == {"bf16 x bf16 -> bf16": 8}
     # The converts: one per backward dot feeds it (as many as the backward dots), and
     # the rest are autodiff's own rounding of the cotangents.
     assert g["mp_bwd_dots"] == "5" == g["mp_converts_dot"]
@@ -395,7 +390,6 @@ def test_names_inside_loops(book):
     named = g["loop_block_ops"]
     assert len(named) >= 2 and set(named.values()) == {5}, named
     assert all("/block/" in name for name in named)
-    assert {"dot_general", "tanh"} <= {name.rsplit("/", 1)[1] for name in named}
 
 
 def test_level0_and_no_reviewer_hedges(book):
