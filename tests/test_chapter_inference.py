@@ -24,6 +24,7 @@ VOCAB, D, HEADS, KV, HD, MLP, MAX_LEN = 128_256, 4096, 32, 8, 128, 14_336, 4096
 V5E = (1.97e14, 8.1e11)
 H100 = (9.89e14, 3.35e12)
 H100_INT8 = 1.979e15
+H100_HBM = 81_559 * 2**20  # as nvidia-smi reports an H100 80GB's memory
 # The toy model's attention: 4 key/value heads of 8.
 KV_TOY, HD_TOY = 4, 8
 
@@ -135,10 +136,12 @@ def test_donation_aliases_the_whole_cache(book):
     # 2 layers x (keys, values) x (1, 128, 4, 8) float32 = 64 KiB
     assert g["cache_tiny_bytes"] == kv_bytes(2, 128, 4, 8, 4) == 64 * 1024
     assert g["alias_donated"] == g["cache_tiny_bytes"] and g["alias_kept"] == 0
-    # In place only with donation and no later use of the old cache (jax#9132).
+    # In place only with donation and no later use of the old cache (jax#9132); the
+    # pop of jax#17845 in a scan, with and without its value, and rotated.
     copies = g["cache_copies"]
-    assert all(isinstance(copies[k], int) for k in ("donated", "kept", "misused"))
-    assert g["copies_kept"] == copies["kept"] and g["copies_misused"] == copies["misused"]
+    pops = ("pop", "pop, no value", "pop, value rotated")
+    assert all(isinstance(copies[k], int) for k in ("donated", "kept", *pops))
+    assert g["copies_kept"] == copies["kept"] and g["copies_misused"] == copies["pop"]
 
 
 def test_prefill_buckets(book):
@@ -164,16 +167,17 @@ def test_ragged_prompts_and_end_token(book):
 def test_sampling(book):
     g = glued(book, CHAPTER)
     rows = g["distinct_rows"]
-    assert list(rows) == ["greedy", "T = 1.5", "T = 1.5, top-5", "T = 1.5, top-p 0.5"]
+    assert list(rows) == ["greedy", "T = 1.5", "T = 1.5, top-5", "T = 1.5, top-p 0.9"]
     # Sampling more narrowly never gives more distinct rows than T = 1.5 over the whole vocabulary.
     assert rows["greedy"] <= min(rows.values())
-    assert max(rows["T = 1.5, top-5"], rows["T = 1.5, top-p 0.5"]) <= 3  # 3 rows
+    assert max(rows["T = 1.5, top-5"], rows["T = 1.5, top-p 0.9"]) <= 3  # 3 rows
     assert set(g["top5_drawn"]) <= set(g["top5"]) and len(g["top5"]) == 5
     drawn = g["without_replacement"]
     assert all(isinstance(t, int) for t in drawn)
     # The nucleus follows the model's confidence; one key for every style.
     assert g["nucleus_min"] == 1 < g["nucleus_max"]
     assert g["nucleus_sizes"] == (g["nucleus_min"], g["nucleus_max"])
+    assert g["nucleus_steps"] / 2 < g["nucleus_ones_50"] <= g["nucleus_steps"] == 24
     # replace defaults to True (jax#27268): five draws repeat a token.
     assert 1 <= g["default_repeats"] <= 4
     # One key: identical rows in one call differ, one call per row repeats (jax#18950).
@@ -262,13 +266,13 @@ def test_critical_batch_by_hand(book):
 
 
 def test_step_time_kernel_by_kernel(book):
-    """A step at the largest batch whose caches of 1,024 tokens fit in an H100's 80 GB
+    """A step at the largest batch whose caches of 1,024 tokens fit in an H100's HBM
     beside the bf16 weights: the matmuls are compute-bound, attention is not, and the
     sum exceeds one roofline over the step."""
     g = glued(book, CHAPTER)
     kernels, norms, tables = sizes(32)
-    fit = int((80e9 - 2 * (kernels + norms + tables)) // kv_bytes(32, 1024, 8, 128, 2))
-    assert g["fit_1024"] == fit == 504
+    fit = int((H100_HBM - 2 * (kernels + norms + tables)) // kv_bytes(32, 1024, 8, 128, 2))
+    assert g["fit_1024"] == fit == 545
     (mm_f, mm_b), (att_f, att_b) = parts(32, fit, 1024)
     assert number(g["mm_compute_big_ms"]) == pytest.approx(1e3 * mm_f / H100[0], abs=0.05)
     assert number(g["mm_memory_big_ms"]) == pytest.approx(1e3 * mm_b / H100[1], abs=0.05)
@@ -280,6 +284,15 @@ def test_step_time_kernel_by_kernel(book):
     assert number(g["att_share_big"]) == pytest.approx(att_b / H100[1] * 1e3 / step, abs=0.005)
     # The prose says so, not "1,024 sequences".
     assert "at 1,024 sequences" not in page_text(book, CHAPTER)
+
+
+def test_time_to_first_token(book):
+    """A 1,024-token prefill's matmuls, all its tokens at once: compute-bound."""
+    g = glued(book, CHAPTER)
+    (f, b), _ = parts(32, 1024, 1)
+    for key, (peak, hbm) in (("ttft_h100", H100), ("ttft_v5e", V5E)):
+        assert f / peak > b / hbm
+        assert number(g[key]) == pytest.approx(1e3 * step_time(1024, 1, peak, hbm), abs=0.05)
 
 
 def test_tokens_per_second_from_bytes(book):
@@ -295,8 +308,8 @@ def test_tokens_per_second_from_bytes(book):
         count(32, 64, 4096)[1] / (2 * (kernels + norms)), abs=0.05
     )
     int8 = 1 / step_time(1, 4096, *H100, weight_bytes=1)
-    # Sequences of 4,096 tokens that fit in 80 GB beside every bf16 parameter.
-    fit = (80e9 - 2 * (kernels + norms + tables)) // kv_bytes(32, 4096, 8, 128, 2)
+    # Sequences of 4,096 tokens that fit in an H100's HBM beside every bf16 parameter.
+    fit = (H100_HBM - 2 * (kernels + norms + tables)) // kv_bytes(32, 4096, 8, 128, 2)
     assert g["hbm_fit"] == fit
     assert number(g["tps_int8"]) == pytest.approx(int8, rel=0.005)
     assert number(g["int8_speedup"]) == pytest.approx(int8 / number(g["tps_1"]), rel=0.01)
