@@ -107,7 +107,7 @@ def test_cache_equals_recomputation(book):
     g = glued(book, CHAPTER)
     assert g["cache_traces"] == {"prefill": 1, "decode": 1}
     # dynamic_update_slice clamps its start: one value at 6 of 4 lands at 4 - 1.
-    assert g["clamp_slot"] == min(6, 4 - 1) == 3
+    assert g["clamp_slot"] == min(6, 4 - 1)
     # Flax's GQA module on the trained kernels: its cache is the page's shape (batch 1,
     # MAX_LEN 128 positions, 4 key/value heads of 8), one per layer; nnx.view set decode
     # in both layers and allocated no cache (Flax 0.12.8), so init_cache did.
@@ -151,7 +151,7 @@ def test_prefill_buckets(book):
     assert g["prefill_exact_compiles"] == len(set(lengths))
     # Powers of two from 16: the smallest that holds each prompt.
     buckets = {max(16, 1 << (n - 1).bit_length()) for n in lengths}
-    assert g["prefill_bucket_compiles"] == len(buckets) == 2
+    assert g["prefill_bucket_compiles"] == len(buckets)
 
 
 def test_ragged_prompts_and_end_token(book):

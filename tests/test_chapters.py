@@ -194,24 +194,23 @@ _NOT_LITERAL = object()
 TRUE = ("is", True)
 
 
-def _literal(node: ast.AST, names: dict[str, object], legacy: bool = False) -> object:
+def _literal(node: ast.AST, names: dict[str, object]) -> object:
     """The value of a literal (a constant, ``-x``, arithmetic on numbers, a tuple, list,
     set or dict of literals, a name in ``names``), or ``_NOT_LITERAL``; lists read as
     tuples, as glued JSON lists and a chapter's tuples compare equal, and a dict reads as
     its sorted items and a set as its sorted elements (hashable, so that conditions can be
-    kept in a set, and printed the same in every run). ``legacy`` reads no set or dict:
-    the check before review r37 (``PENDING_R37``)."""
+    kept in a set, and printed the same in every run)."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
         return names.get(node.id, _NOT_LITERAL)
     if isinstance(node, (ast.Tuple, ast.List)):
-        items = [_literal(e, names, legacy) for e in node.elts]
+        items = [_literal(e, names) for e in node.elts]
         return _NOT_LITERAL if _NOT_LITERAL in items else tuple(items)
-    if isinstance(node, ast.Set) and not legacy:
-        items = [_literal(e, names, legacy) for e in node.elts]
+    if isinstance(node, ast.Set):
+        items = [_literal(e, names) for e in node.elts]
         return _NOT_LITERAL if _NOT_LITERAL in items else ("set", tuple(sorted(items, key=repr)))
-    if isinstance(node, ast.Dict) and not legacy:
+    if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):  # {**other}
             return _NOT_LITERAL
         pairs = [(_literal(k, names), _literal(v, names)) for k, v in zip(node.keys, node.values)]
@@ -233,7 +232,7 @@ def _literal(node: ast.AST, names: dict[str, object], legacy: bool = False) -> o
     return _NOT_LITERAL
 
 
-def _bound_once(trees: list[ast.Module], legacy: bool = False) -> dict[str, object]:
+def _bound_once(trees: list[ast.Module]) -> dict[str, object]:
     """The names the code binds exactly once, at module level and to a literal
     (``TOL = 1e-5``); a name bound again anywhere (``x = 0.0`` then ``x = max(x, d)``
     in a loop) is a variable."""
@@ -248,17 +247,17 @@ def _bound_once(trees: list[ast.Module], legacy: bool = False) -> dict[str, obje
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name) and bindings[target.id] == 1:
-                    values[target.id] = _literal(stmt.value, {}, legacy)
+                    values[target.id] = _literal(stmt.value, {})
     return {name: v for name, v in values.items() if v is not _NOT_LITERAL}
 
 
-def _comparisons(node: ast.Compare, names: dict[str, object], legacy: bool = False):
+def _comparisons(node: ast.Compare, names: dict[str, object]):
     """(the other side, operator, literal) for each link of a comparison that has a
     literal on exactly one side, the literal put on the right. In a chain of ``==``
     (``g["total"] == blocks.sum() == 120``) every side equals the literal, so each side
     that is not one is paired with it, not only its neighbour."""
     sides = [node.left, *node.comparators]
-    if not legacy and len(sides) > 2 and all(isinstance(op, ast.Eq) for op in node.ops):
+    if len(sides) > 2 and all(isinstance(op, ast.Eq) for op in node.ops):
         values = [_literal(side, names) for side in sides]
         literals = [v for v in values if v is not _NOT_LITERAL]
         if len(literals) == 1:
@@ -269,7 +268,7 @@ def _comparisons(node: ast.Compare, names: dict[str, object], legacy: bool = Fal
     for a, op, b in zip(sides, node.ops, sides[1:]):
         if type(op) not in _OPS:
             continue
-        left, right = _literal(a, names, legacy), _literal(b, names, legacy)
+        left, right = _literal(a, names), _literal(b, names)
         if right is not _NOT_LITERAL and left is _NOT_LITERAL:
             yield a, _OPS[type(op)], right
         elif left is not _NOT_LITERAL and right is _NOT_LITERAL:
@@ -307,7 +306,7 @@ def _is_claim(node: ast.AST) -> bool:
     return name == "claim" and isinstance(key, ast.Constant) and isinstance(key.value, str)
 
 
-def claim_conditions(cells: list[str], legacy: bool = False) -> dict[str, set[tuple[str, object]]]:
+def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
     """Each claim's key in a chapter's code cells, with the conditions its ``holds``
     states of its value (see the comment above)."""
     trees = []
@@ -316,7 +315,7 @@ def claim_conditions(cells: list[str], legacy: bool = False) -> dict[str, set[tu
             trees.append(ast.parse(cell))
         except SyntaxError:
             continue
-    names = _bound_once(trees, legacy)
+    names = _bound_once(trees)
     conditions: dict[str, set[tuple[str, object]]] = {}
     for tree in trees:
         for call in filter(_is_claim, ast.walk(tree)):
@@ -328,7 +327,7 @@ def claim_conditions(cells: list[str], legacy: bool = False) -> dict[str, set[tu
             for compare in ast.walk(holds):
                 if not isinstance(compare, ast.Compare):
                     continue
-                for side, op, literal in _comparisons(compare, names, legacy):
+                for side, op, literal in _comparisons(compare, names):
                     reads = {
                         ast.dump(n)
                         for part in _in_comprehensions(side, holds, parents)
@@ -353,12 +352,12 @@ def _keys_read(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
 
 
 def restatements(
-    test_source: str, conditions: dict[str, set[tuple[str, object]]], legacy: bool = False
+    test_source: str, conditions: dict[str, set[tuple[str, object]]]
 ) -> list[tuple[int, str, str]]:
     """(line, key, condition) for each assertion in a chapter's test module that compares
     a claim's glued value the way the claim does."""
     tree = ast.parse(test_source)
-    names = _bound_once([tree], legacy)
+    names = _bound_once([tree])
     parents = _parents(tree)
     found = []
     for function in ast.walk(tree):
@@ -384,7 +383,7 @@ def restatements(
                     checked.append(([part], TRUE, part.lineno))
             for compare in ast.walk(test):
                 if isinstance(compare, ast.Compare):
-                    for side, op, literal in _comparisons(compare, names, legacy):
+                    for side, op, literal in _comparisons(compare, names):
                         parts = list(_in_comprehensions(side, statement, parents))
                         checked.append((parts, _condition(op, literal), compare.lineno))
             for parts, condition, line in checked:
@@ -401,20 +400,11 @@ def restatements(
 ENFORCED = {"<", "<=", ">", ">=", "!=", "==", "is"}
 
 
-#: Chapters whose tests still hold restatements of the forms review r37 taught the check
-#: (a dict or set literal, a literal at the end of a chain of ``==``), because their
-#: chapter and test were being edited on other branches when the check learnt them. For
-#: these chapters only, the check runs as it did before r37 (``legacy=True``): every
-#: restatement it found then still fails. Remove a chapter from here once its test is
-#: cleaned; the list only shrinks.
-PENDING_R37 = {chapter: "edited on another branch" for chapter in ("inference",)}
-
-
-def _restated(chapter: str, legacy: bool = False) -> list[tuple[int, str, str]]:
+def _restated(chapter: str) -> list[tuple[int, str, str]]:
     test = ROOT / "tests" / f"test_chapter_{chapter}.py"
     cells = code_of((ROOT / "book" / f"{chapter}.md").read_text())
-    conditions = claim_conditions(cells, legacy)
-    found = restatements(test.read_text(), conditions, legacy)
+    conditions = claim_conditions(cells)
+    found = restatements(test.read_text(), conditions)
     return [r for r in found if r[2].split()[0] in ENFORCED]
 
 
@@ -425,19 +415,12 @@ def test_chapter_tests_do_not_restate_claims(chapter):
     test = ROOT / "tests" / f"test_chapter_{chapter}.py"
     if not test.exists():
         pytest.skip(f"{chapter} has no test of its own")
-    found = _restated(chapter, legacy=chapter in PENDING_R37)
+    found = _restated(chapter)
     new = [f"{test.name}:{line}: {key} {cond}" for line, key, cond in found]
     assert not new, (
         f"{chapter}'s test restates claims of book/{chapter}.md; assert against an "
         f"independent computation, or leave the claim to the build: {new}"
     )
-
-
-def test_pending_r37_is_still_needed():
-    """Each chapter in ``PENDING_R37`` still has a restatement only the r37 forms find;
-    one that has none must leave the list."""
-    done = [c for c in PENDING_R37 if not _restated(c)]
-    assert not done, f"remove {done} from PENDING_R37: their tests restate nothing now"
 
 
 def test_restatements_are_found():
@@ -486,6 +469,3 @@ def test_it(g):
         (12, "total", "== 120.0"),
         (14, "pairs", "== ((0, 1), (1, 2))"),
     ]
-    # Before r37 (PENDING_R37's chapters) none of the new forms was read.
-    old = restatements(test, claim_conditions(chapter, legacy=True), legacy=True)
-    assert [line for line, _, _ in old] == [3, 5, 6, 8, 14]
