@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from bookcheck import VERDICT, errors, glued, images, page_text, seconds
+from bookcheck import errors, glued, images, page_text, seconds
 
 pytestmark = pytest.mark.book
 
@@ -101,10 +101,15 @@ def test_training(book):
     assert "jaxguide.checkpoints wraps these same two calls" in text
     assert "ocp.args.StandardRestore(like) gives orbax the structure" in text
     assert "rendezvous" not in text
-    # Asynchronous dispatch: the larger step's call returns long before its result
-    # (the claim checks it); the small step is dispatch-bound: many arrays per call.
-    big_ms = float(g["big_ms"].replace(",", ""))
-    assert big_ms * 1e3 > 3 * float(g["big_return_us"].replace(",", ""))
+    # Asynchronous dispatch: per-call medians, split by ready on return; the
+    # split's counts add up to the 15 calls, and the prose reads both splits.
+    assert float(g["big_ms"].replace(",", "")) > 0
+    assert g["big_split"] in text and g["step_split"] in text
+    flat = " ".join(text.split())
+    assert "inline, on the thread that called it" in flat
+    counts = [int(n) for n in re.findall(r"(\d+) (?:of the 15 )?calls?", g["step_split"])]
+    assert g["step_done_on_return"] in counts or g["step_done_on_return"] == 0
+    assert "big_return_us" not in g and "step_return_us" not in g
     # The host's cost per array is measured: identities over 1, the step's and 100 arrays.
     assert g["identity_sizes"] == [1, g["step_arrays"], 100]
     # The host share is the identity over the step's arrays against the step's ready
@@ -121,6 +126,11 @@ def test_training(book):
     # The dispatch queue: the glued times of its last calls agree with each other.
     steps = float(g["queue_last_steps"])  # the last 40 calls' time in steps, from rounded glue
     assert abs(float(g["queue_last_ms"]) / float(g["queue_step_ms"]) - steps) <= 0.05 * steps + 1
+    # The queue's depth as measured: the first call that waited, out of 120.
+    assert 1 <= g["queue_first_wait"] <= 120
+    assert f"was call {g['queue_first_wait']} (the last line)" in " ".join(text.split())
+    # The 2019 history dropdown is gone.
+    assert "in 2019" not in text
     # The first step compiles, and the prose says so.
     assert "first_step_seconds" in text and "it compiles the step" in text
     # orbax's V1 API is named and linked beside the V0 manager the page uses.
@@ -154,8 +164,8 @@ def test_training(book):
     # The exercise: 100 AdamW steps from the memory-mapped files, every loss equal to
     # the one from memory (the claim compares the two histories).
     assert g["files_same_losses"] == 100
-    # Only the pmap placement is timed (simulated devices make other rows overhead).
-    assert re.fullmatch(VERDICT, g["pmap_placed"]) and g["pmap_placed"] in text
+    # No data-parallel timing here: the pmap placement timing is the pmap chapter's.
+    assert "pmap_placed" not in g
     assert "steps/s" not in text and "dp_vs_single" not in g
     # The pmap slowdown's cause is shown: its input is on one device, its output on 8.
     assert g["pmap_placement"] == {
@@ -294,8 +304,10 @@ def test_training_checkpoint_manager_and_logging_late(book):
     ratio = seconds(g["loop_eager"]) / seconds(g["loop_late"])
     assert abs(float(g["loop_late_speedup"]) - ratio) <= 0.05 * ratio + 0.05
     assert ratio > 1
-    # The schedule's read: fastest of 5 tries each; the count of waits is 0 to 5.
-    assert re.fullmatch(r"[0-5] of 5", g["lr_read_waited"])
+    # The schedule's read: timed from before the step's dispatch; the prose reads
+    # how many tries had the step still running, and in how many it was done.
+    assert re.match(r"in (none|[0-5]) of the 5 tries", g["lr_read_waited"])
+    assert g["lr_read_waited"] in " ".join(text.split())
     for key in ("lr_read_queued", "lr_read_idle", "lr_read_table"):
         assert g[key] in text
 
