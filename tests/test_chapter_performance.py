@@ -76,6 +76,9 @@ def test_time_per_scope(book):
     # No rate for a phase holding a plain dot (its event can end at dispatch):
     # the backward passes, which hold the weight gradients.
     dots = set(g["dot_phases"])
+    # A plain dot traced alone: its shortest event a share of the call that waited,
+    # no more than the median.
+    assert 0 <= pct(g["dot_event_share"]) <= pct(g["dot_event_median"]) < 1
     assert {f"layer{i} backward" for i in range(3)} <= dots
     rate = {k: flops[k] / per_phase[k] / 1e3 for k in flops if k not in dots}
     assert set(g["phase_rates"]) == set(rate)
@@ -416,7 +419,6 @@ def test_nnx_overhead(book):
     fastest with none into its graph code."""
     g = glued(book, CH)
     assert g["nnx_same_steps"] is True
-    assert g["nnx_graphdef_new_adam"] is False
     # Counted by hand: three Linear layers (kernel and bias each), Adam's two moments
     # for each of those 6, Adam's step count and the optimizer's own.
     assert g["nnx_arrays"] == 3 * 2 + 2 * 3 * 2 + 2
@@ -447,20 +449,19 @@ def test_the_cures_run(book):
     """The gap loop re-run with deferred reads and prefetch: the host queues steps
     ahead; the Newton solver converges."""
     g = glued(book, CH)
-    # The idle shares and step times move with the load: shown, never ranked. The
-    # count of steps begun early is what the cure changes, out of the four steps
-    # after the first (none when each loss is read back: the claim).
-    # Two cured runs: the fewest and the most steps begun early, and the
-    # range of idle shares.
-    assert 0 <= int(g["ahead_cured"]) <= int(g["ahead_cured_max"]) <= 4
+    # The idle shares move with the load: shown, never ranked. The count of steps
+    # begun early is what the cure changes, out of the four steps after the first
+    # (none when each loss is read back: the claim).
+    assert 0 <= int(g["ahead_cured"]) <= 4
     # The loader waits 10 ms on "I/O": the cure overlaps that wait with the step, so
-    # the faster of two cured runs spans less time than the faster of two read-back
-    # runs (like with like).
-    assert 0 < float(g["span_cured"]) < float(g["span_readback"])
-    lo, hi = (pct(v) for v in str(g["idle_cured"]).split(" to "))
-    assert 0 <= lo <= hi < 100
+    # untraced, the fastest cured loop beats the fastest read-back loop.
+    ms = g["loop_ms"]
+    assert float(g["span_readback"]) == pytest.approx(ms["read back"], abs=0.06)
+    assert float(g["span_cured"]) == pytest.approx(ms["cured"], abs=0.06)
+    assert ms["read back"] > ms["cured"]
+    assert float(g["cure_speedup"]) == pytest.approx(ms["read back"] / ms["cured"], abs=0.06)
+    assert 0 <= pct(g["idle_cured"]) < 100
     assert 0 <= pct(g["idle_share"]) < 100
-    assert float(g["step_ms_readback"]) > 0 and float(g["step_ms_cured"]) > 0
 
 
 def test_review34_fixes(book):
