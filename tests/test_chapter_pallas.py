@@ -303,8 +303,6 @@ def test_vmem_limit_and_the_gpu_api_f32(g):
 
 def test_shipped_kernels(g, text):
     assert "splash attention" in text
-    # JAX's TPU flash and splash attention and the Triton one agree with jax.nn's
-    assert all(float(e) < 1e-5 for e in g["shipped_errors"].split(", "))
     ops = Path(jax.__file__).parent / "experimental/pallas/ops"
     # the GPU ops built on the deprecated Triton backend, none of them Mosaic GPU
     triton = sorted(

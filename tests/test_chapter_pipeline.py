@@ -191,7 +191,6 @@ def test_bytes_and_roofline(book):
     per = ROWS * D * 4
     assert g["step_bytes"] == f"{per:,}"
     assert g["step_traffic"] == [[[per], 2], [[per], 2]]
-    assert float(g["flops_ratio"]) == pytest.approx(1, abs=0.01)
     v5e, h100 = hardware.chip("TPU v5e"), hardware.chip("H100 SXM")
     links = {
         "TPU v5e, ICI link": (v5e, v5e.link_one_way),

@@ -21,7 +21,6 @@ def test_random_distributions(book, g):
     expected = {"normal": 0.0, "uniform": 0.5, "gamma": 2.0, "beta": 2 / 7, "poisson": 3.0}
     for name, mean in expected.items():
         assert g["mean_" + name] == pytest.approx(mean, abs=0.03), name
-    assert float(g["xy_corr"]) == pytest.approx(0.8, abs=0.03)
     soup = bookcheck.parsed_page(book, "random")
     assert len(soup.select("div.cell_output img")) >= 1
 
@@ -215,10 +214,7 @@ def test_random_seed_dtypes(g):
 
 
 def test_random_exercises(g):
-    assert float(g["pi_hat"]) == pytest.approx(np.pi, abs=0.02)
     assert g["pi_reproducible"] == (True, True)
-    assert float(g["pi_diagonal"]) == pytest.approx(4 / np.sqrt(2), abs=0.02)
-    assert float(g["dropout_mean"]) == pytest.approx(1.0, abs=0.05)
 
 
 def test_random_keys_from_names_and_seeds(g):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import operator
 import re
 
+import numpy as np
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 
@@ -168,8 +170,12 @@ def test_visible_cells_need_no_name_only_a_hidden_cell_defines(chapter):
 # through a name the test bound from it, or in a comprehension over it) with the same
 # operator and literal, or asserts ``...["key"]`` itself (``is True``, ``== True``, bare)
 # for a condition ``is True``. In a chain of ``==`` the literal is every side's
-# (``g["total"] == blocks.sum() == 120`` restates ``total == 120``). Not read: a
-# condition on a function of the value (``max(errs.values()) < 1e-5`` against
+# (``g["total"] == blocks.sum() == 120`` restates ``total == 120``). A tolerance is one
+# form however it is written: ``abs(x - c) < t`` (or ``<=``), ``x == pytest.approx(c,
+# abs=t)`` and ``np.isclose(x, c, atol=t)`` are all ``near (c, "abs", t)``, and ``rel=``
+# and ``rtol=`` give ``near (c, "rel", r)``; the centre may be ``np``/``math`` arithmetic
+# on literals (``0.5 / np.sqrt(2)``), or a name a test function binds once to one. Not
+# read: a condition on a function of the value (``max(errs.values()) < 1e-5`` against
 # ``all(e < 1e-5 ...)`` in the test), or a test bounding a sibling glue of the claim.
 
 _OPS = {
@@ -275,6 +281,77 @@ def _comparisons(node: ast.Compare, names: dict[str, object]):
             yield b, _FLIPPED[_OPS[type(op)]], left
 
 
+def _number(node: ast.AST, names: dict[str, object]) -> float | None:
+    """A number a literal states, or one ``np``/``math`` constants and functions of
+    literals state (``np.pi``, ``0.5 / np.sqrt(2)``): a centre or a tolerance."""
+    value = _literal(node, names)
+    if value is _NOT_LITERAL:
+        allowed = {"np", "numpy", "math"}
+        loads = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+        if not loads or any(n.id not in allowed for n in loads):
+            return None
+        if any(not isinstance(n, _PURE) for n in ast.walk(node)):
+            return None
+        try:
+            value = eval(compile(ast.Expression(node), "<centre>", "eval"), _MATH)  # noqa: S307
+        except Exception:
+            return None
+    try:
+        return float(f"{float(value):.12g}")  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+_PURE = (
+    ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load,
+    ast.operator, ast.unaryop,
+)  # fmt: skip
+_MATH = {"np": np, "numpy": np, "math": math, "__builtins__": {}}
+
+
+def _name(call: ast.AST) -> str:
+    return getattr(
+        getattr(call, "func", None), "attr", getattr(getattr(call, "func", None), "id", "")
+    )
+
+
+def _near(node: ast.AST, names: dict[str, object]):
+    """(the value, ``("near", (centre, "abs" or "rel", tolerance))``) for a tolerance
+    written as ``abs(x - c) < t`` (or ``<=``, ``np.abs``), ``x == pytest.approx(c,
+    abs=t)`` (or ``rel=``) or ``np.isclose(x, c, atol=t)`` (or ``rtol=``): one form, so
+    that a test's ``approx`` restates a claim's ``abs(x - c) < t``."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        (op,), left, right = node.ops, node.left, node.comparators[0]
+        if isinstance(op, ast.Gt | ast.GtE):
+            left, right = right, left
+        elif not isinstance(op, ast.Lt | ast.LtE | ast.Eq):
+            return
+        if not isinstance(op, ast.Eq) and _name(left) == "abs" and len(left.args) == 1:
+            diff, tol = left.args[0], _number(right, names)
+            if isinstance(diff, ast.BinOp) and isinstance(diff.op, ast.Sub) and tol is not None:
+                for side, centre in ((diff.left, diff.right), (diff.right, diff.left)):
+                    c = _number(centre, names)
+                    if c is not None and _number(side, names) is None:
+                        yield side, ("near", (c, "abs", tol))
+        if isinstance(op, ast.Eq):
+            for side, call in ((left, right), (right, left)):
+                if _name(call) == "approx" and len(call.args) == 1:
+                    yield from _tolerances(side, call.args[0], call.keywords, names)
+    elif isinstance(node, ast.Call) and _name(node) == "isclose" and len(node.args) >= 2:
+        yield from _tolerances(node.args[0], node.args[1], node.keywords, names)
+
+
+def _tolerances(side: ast.AST, centre: ast.AST, keywords: list[ast.keyword], names):
+    c = _number(centre, names)
+    if c is None:
+        return
+    for kw in keywords:
+        kind = {"abs": "abs", "atol": "abs", "rel": "rel", "rtol": "rel"}.get(kw.arg or "")
+        tol = _number(kw.value, names)
+        if kind and tol is not None:
+            yield side, ("near", (c, kind, tol))
+
+
 def _condition(op: str, value: object) -> tuple[str, object]:
     """A comparison in a form where equal conditions are equal: ``== True`` is ``is
     True``, and numbers compare as floats (``1`` and ``1.0``, ``1e-5`` and ``0.00001``)."""
@@ -325,9 +402,13 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
                 found.add(TRUE)
             parents = _parents(holds)
             for compare in ast.walk(holds):
-                if not isinstance(compare, ast.Compare):
-                    continue
-                for side, op, literal in _comparisons(compare, names):
+                stated = [(side, cond) for side, cond in _near(compare, names)]
+                if isinstance(compare, ast.Compare):
+                    stated += [
+                        (side, _condition(op, literal))
+                        for side, op, literal in _comparisons(compare, names)
+                    ]
+                for side, condition in stated:
                     reads = {
                         ast.dump(n)
                         for part in _in_comprehensions(side, holds, parents)
@@ -335,7 +416,7 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
                     }
                     parts = {ast.dump(n) for n in ast.walk(value)}
                     if ast.dump(value) in reads or ast.dump(side) in parts:
-                        found.add(_condition(op, literal))
+                        found.add(condition)
     return conditions
 
 
@@ -364,6 +445,19 @@ def restatements(
         if not isinstance(function, ast.FunctionDef):
             continue
         aliases: dict[str, set[str]] = {}  # a name bound from a glued value, in order
+        local = dict(names)  # with the names the function binds once to a number
+        stores = [
+            n.id
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        ]
+        for stmt in function.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and stores.count(target.id) == 1:
+                    number = _number(stmt.value, local)
+                    if number is not None:
+                        local[target.id] = number
         for stmt in ast.walk(function):
             if isinstance(stmt, ast.Assign):
                 read = _keys_read(stmt.value, aliases)
@@ -382,6 +476,9 @@ def restatements(
                 if isinstance(part, ast.Subscript | ast.Name):
                     checked.append(([part], TRUE, part.lineno))
             for compare in ast.walk(test):
+                for side, condition in _near(compare, local):
+                    parts = list(_in_comprehensions(side, statement, parents))
+                    checked.append((parts, condition, compare.lineno))
                 if isinstance(compare, ast.Compare):
                     for side, op, literal in _comparisons(compare, names):
                         parts = list(_in_comprehensions(side, statement, parents))
@@ -397,7 +494,7 @@ def restatements(
 #: The conditions the check enforces: bounds (a tolerance, a threshold, "not this
 #: value") and exact values (``== 3``, ``is True``). A test that repeats any of them
 #: restates the claim, and drifts when its one home is retuned.
-ENFORCED = {"<", "<=", ">", ">=", "!=", "==", "is"}
+ENFORCED = {"<", "<=", ">", ">=", "!=", "==", "is", "near"}
 
 
 def _restated(chapter: str) -> list[tuple[int, str, str]]:
@@ -426,7 +523,8 @@ def test_chapter_tests_do_not_restate_claims(chapter):
 def test_restatements_are_found():
     """The check finds a restated bound (through a name, a wrapper, an alias and a
     comprehension, a constant on either side), a restated dict, set or list, and the
-    literal at the end of a chain of ``==``, and passes an independent check."""
+    literal at the end of a chain of ``==``, a tolerance written as ``pytest.approx``,
+    ``np.isclose`` or ``abs(x - c) < t``, and passes an independent check."""
     chapter = [
         'jaxguide.claim("kinds", kinds, kinds == {"a": [1, 2], "b": True}, "as shown")',
         'jaxguide.claim("ops", ops, ops >= {"mul", "add"}, "both")',
@@ -438,6 +536,8 @@ def test_restatements_are_found():
         'jaxguide.claim("ok", ok, ok, "the same")',
         'jaxguide.claim("worst", worst, worst < 1e-3, "small")',
         'jaxguide.claim("n", n, n == 3, "three")',
+        'jaxguide.claim("corr", corr, abs(corr - 0.8) < 0.03, "0.8", fmt=".3f")',
+        'jaxguide.claim("grad", float(d), bool(np.isclose(d, 0.5 / np.sqrt(2.0), rtol=1e-5)), "")',
     ]
     conditions = claim_conditions(chapter)
     assert conditions["gap"] == {("<", 1e-5)} and conditions["ok"] == {TRUE}
@@ -457,6 +557,12 @@ def test_it(g):
     assert g["total"] == blocks.sum()  # independent
     assert g["pairs"] == [[0, 1], [1, 2]]
     assert g["kinds"] == {"a": [1, 2], "b": False}  # another value
+    assert float(g["corr"]) == pytest.approx(0.8, abs=0.03)
+    assert abs(float(g["corr"]) - 0.8) <= 0.03
+    exact = 0.5 / np.sqrt(2)
+    assert g["grad"] == pytest.approx(exact, rel=1e-5)
+    assert g["corr"] == pytest.approx(np.corrcoef(x, y)[0, 1], abs=0.03)  # independent
+    assert g["corr"] == pytest.approx(0.8, abs=0.1)  # another tolerance
 """
     assert conditions["kinds"] == {("==", ("dict", (("a", (1, 2)), ("b", True))))}
     assert restatements(test, conditions) == [
@@ -468,4 +574,7 @@ def test_it(g):
         (11, "ops", ">= ('set', ('add', 'mul'))"),
         (12, "total", "== 120.0"),
         (14, "pairs", "== ((0, 1), (1, 2))"),
+        (16, "corr", "near (0.8, 'abs', 0.03)"),
+        (17, "corr", "near (0.8, 'abs', 0.03)"),
+        (19, "grad", "near (0.353553390593, 'rel', 1e-05)"),
     ]
