@@ -252,10 +252,11 @@ def instructions(
             )
     computations, _ = _parse(hlo)
     if computation is not None:
-        if computation == "ENTRY":
+        name = computation.lstrip("%")
+        if name == "ENTRY":
             found = [c for c, ins in computations.items() if ins and ins[0].entry]
         else:
-            found = [c for c in computations if c == computation.lstrip("%")]
+            found = [name] if name in computations else []
         if not found:
             raise ValueError(
                 f"instructions(computation={computation!r}): no such computation in hlo "
@@ -268,15 +269,12 @@ def instructions(
     return [ins for ins in chosen if op is None or ins.op == op]
 
 
-_Instruction = Instruction  # the name the package's readers use
-
-
-def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruction]]:
+def _parse(hlo: str) -> tuple[dict[str, list[Instruction]], dict[str, Instruction]]:
     """Instructions by computation, and every instruction by name: the one reader of HLO
     text in the package (``pipeline.permute_pairs`` and ``profile.scopes`` use it too).
     Instruction lines outside a computation (a line quoted on its own) belong to ``""``."""
-    computations: dict[str, list[_Instruction]] = {}
-    by_name: dict[str, _Instruction] = {}
+    computations: dict[str, list[Instruction]] = {}
+    by_name: dict[str, Instruction] = {}
     current, entry = None, False
     for line in hlo.splitlines():
         if current is None:
@@ -296,7 +294,7 @@ def _parse(hlo: str) -> tuple[dict[str, list[_Instruction]], dict[str, _Instruct
             continue
         shape, op, args, attrs = parts
         operands = tuple(re.findall(r"%([\w.\-]+)", args))
-        ins = _Instruction(
+        ins = Instruction(
             match.group(1), shape, op, operands, attrs, current or "", current is not None and entry
         )
         computations.setdefault(current or "", []).append(ins)
@@ -493,7 +491,7 @@ def _cost(compiled: Any) -> dict[str, float]:
 
 
 def _collectives(
-    hlo: str, computations: dict[str, list[_Instruction]], by_name: dict[str, _Instruction]
+    hlo: str, computations: dict[str, list[Instruction]], by_name: dict[str, Instruction]
 ) -> tuple[Collective, ...]:
     """Every collective of a program (its HLO text, and what :func:`_parse` read from it),
     in program order."""
