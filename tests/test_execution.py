@@ -334,9 +334,28 @@ def test_failure_report_names_chapter_error_and_cell():
         "Cell In[3], line 2\n\x1b[31mZeroDivisionError\x1b[39m: division by zero\n"
     )
     report = execution.failure_report("numpy", tb)
-    head, where, *cell = report.splitlines()
+    head, where, *cell, last = report.splitlines()
     assert head == "[jaxguide-build] chapter 'numpy' failed: ZeroDivisionError: division by zero"
-    assert where == "  in the cell:" and cell == ["    x = 1", "    print(1 / 0)"]
+    assert where == "  in the cell, at line 2:"
+    assert cell == ["        x = 1", "    --> print(1 / 0)"]
+    # The error again last: CI shows a long log's tail.
+    assert last.endswith("line 2 of the cell above: ZeroDivisionError: division by zero")
+
+
+def test_failure_report_shows_a_long_cell_around_its_failing_line():
+    body = "\n".join(f"v{i} = {i}" for i in range(1, 61))
+    tb = (
+        f"An error occurred while executing the following cell:\n------------------\n{body}\n"
+        "------------------\n\nCell In[7], line 40\nClaimError: claim 'k' does not hold\n"
+    )
+    lines = execution.failure_report("performance", tb).splitlines()[2:-1]
+    assert len(lines) == execution.REPORT_LINES
+    assert lines.count("    --> v40 = 40") == 1 and "v1 = 1" not in "\n".join(lines)
+    # Without a line number (a kernel that died), the cell's start is shown unmarked.
+    dead = tb.replace("Cell In[7], line 40\n", "")
+    lines = execution.failure_report("performance", dead).splitlines()
+    assert lines[1] == "  in the cell:" and lines[2] == "    v1 = 1"
+    assert not any("-->" in line for line in lines)
 
 
 def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):

@@ -241,22 +241,27 @@ POOL_CONTEXT = multiprocessing.get_context("fork")
 
 
 def failure_report(chapter: str, traceback: str) -> str:
-    """A failing cell's report, shortest first: the chapter, the error, then the cell.
+    """A failing cell's report: the chapter and the error, the cell with its failing line
+    marked, and the error again last, so the tail of a long log (what CI shows) holds it.
 
     ``traceback`` is what nbclient recorded (its ``CellExecutionError`` text: the cell's
     source between dashed lines, then the traceback, ending with ``Name: message``).
+    A cell longer than :data:`REPORT_LINES` is shown around the line that failed.
 
     >>> print(failure_report("numpy", (
     ...     "An error occurred while executing the following cell:\\n------------------\\n"
-    ...     "x = 1 / 0\\n------------------\\n\\n\\x1b[0;31mZeroDivisionError\\x1b[0m: division by zero"
+    ...     "y = 2\\nx = 1 / 0\\n------------------\\n\\nCell In[4], line 2\\n"
+    ...     "\\x1b[0;31mZeroDivisionError\\x1b[0m: division by zero"
     ... )))
     [jaxguide-build] chapter 'numpy' failed: ZeroDivisionError: division by zero
-      in the cell:
-        x = 1 / 0
+      in the cell, at line 2:
+            y = 2
+        --> x = 1 / 0
+    [jaxguide-build] chapter 'numpy' failed at line 2 of the cell above: ZeroDivisionError: division by zero
     """
     text = ANSI.sub("", traceback).strip()
     parts = re.split(r"^-{10,}$", text, flags=re.M)
-    cell = parts[1].strip("\n") if len(parts) >= 3 else ""
+    cell = parts[1].strip("\n").splitlines() if len(parts) >= 3 else []
     lines = [l for l in text.splitlines() if l.strip()]
     error = next(
         (
@@ -266,8 +271,26 @@ def failure_report(chapter: str, traceback: str) -> str:
         ),
         lines[-1] if lines else "unknown error",
     )
-    numbered = "\n".join(f"    {l}" for l in cell.splitlines()[:25])
-    return f"[jaxguide-build] chapter '{chapter}' failed: {error}\n  in the cell:\n{numbered}"
+    # IPython names the failing line of the cell ("Cell In[4], line 2"); the last such
+    # mention is the innermost frame in the cell.
+    at = [int(m) for m in re.findall(r"^Cell In\[\d+\], line (\d+)", text, flags=re.M)]
+    line = at[-1] if at and 1 <= at[-1] <= len(cell) else None
+    start = 0 if line is None else max(0, min(line - REPORT_LINES // 2, len(cell) - REPORT_LINES))
+    shown = cell[start : start + REPORT_LINES]
+    marked = "\n".join(
+        f"    {'-->' if start + i + 1 == line else '   '} {l}" if line else f"    {l}"
+        for i, l in enumerate(shown)
+    )
+    where = f", at line {line}" if line else ""
+    return (
+        f"[jaxguide-build] chapter {chapter!r} failed: {error}\n  in the cell{where}:\n"
+        f"{marked}\n[jaxguide-build] chapter {chapter!r} failed"
+        f"{f' at line {line} of the cell above' if line else ''}: {error}"
+    )
+
+
+REPORT_LINES = 25
+"""The most lines of a failing cell that :func:`failure_report` shows."""
 
 
 _LOCK: IO[str] | None = None
