@@ -57,8 +57,8 @@ test: $(VENV)/.synced
 # Every test not marked book, builds or browser (pyproject.toml, [tool.pytest.ini_options]);
 # a test that uses the built book must carry the book marker (tests/timeline.py).
 # pytest-xdist runs the tests on every core, each worker taking more tests as it finishes
-# (worksteal: a run ended about 8 s sooner than with fixed batches, which left one core
-# idle while the other ran the last slow tests). Most of their time is XLA compiling small
+# (worksteal: fixed batches left one core idle while the other ran the last slow tests;
+# bench/reports/make-test-2026-11.md has the runs). Most of their time is XLA compiling small
 # programs, so JAX's persistent compilation cache in _build/.jax_cache_unit keeps them
 # from one run to the next (the first run fills it), with the settings the build's
 # kernels get (compilation_cache_env in tools/jaxguide_build/jupyter_kernels.py, which

@@ -171,7 +171,7 @@ def test_format_bytes_rejects(bad):
 
 
 def test_group_size_formats():
-    from jaxguide.compiled import _group_size
+    from jaxguide._hlo import group_size as _group_size
 
     assert _group_size("replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={0}") == 4
     assert _group_size("replica_groups=[2,4]<=[8], dimensions={0}") == 4

@@ -1,5 +1,5 @@
 """The build's execution: which chapters execute and in what order, how a failure is
-reported, the build lock (jaxguide_build.execution), and the kernels that execute them
+reported, the build lock (jaxguide_build.buildprocess), and the kernels that execute them
 with their compilation cache (jaxguide_build.jupyter_kernels).
 
 Never stale: a change to jaxguide re-executes exactly the chapters that import the
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from bookcheck import MYST_HEADER, ROOT, assert_quiet
-from jaxguide_build import execution, jupyter_kernels
+from jaxguide_build import buildprocess, execution, jupyter_kernels
 
 # The tests that build a book or start kernels carry the ``builds`` marker (make test,
 # not make unit); the checks of the passes' pure functions below them do not.
@@ -191,8 +191,11 @@ def test_a_failing_chapter_is_reported_once_and_keeps_the_others_cached(tmp_path
     assert report.startswith(
         "[jaxguide-build] chapter 'b' failed: ZeroDivisionError: division by zero"
     )
-    assert report.splitlines()[1] == "  in the cell:" and "    print(1 / 0)" in report.splitlines()
-    assert log.count("ZeroDivisionError: division by zero") <= 2
+    # The cell with its failing line marked, and the error again last (a log's tail).
+    assert report.splitlines()[1].startswith("  in the cell, at line ")
+    assert "    --> print(1 / 0)" in report.splitlines()
+    last = "of the cell above: ZeroDivisionError: division by zero"
+    assert last in report and log.count("ZeroDivisionError: division by zero") <= 3
     # a's outputs were cached and fingerprinted although the build failed: fixing b
     # re-executes b alone.
     (repo / "book" / "b.md").write_text(USES_TIMING_ONLY)
@@ -367,7 +370,7 @@ def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
             sys.executable,
             "-c",
             (
-                "import sys, time, types; from jaxguide_build import execution as e;"
+                "import sys, time, types; from jaxguide_build import buildprocess as e;"
                 "e.lock_build(types.SimpleNamespace(outdir=sys.argv[1]), None); print('held', flush=True);"
                 "time.sleep(2)"
             ),
@@ -378,16 +381,16 @@ def test_a_second_build_of_one_folder_waits_for_the_first(tmp_path):
     )
     assert holder.stdout.readline().strip() == "held"
     start = time.perf_counter()
-    execution.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "_build" / "html")), None)
+    buildprocess.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "_build" / "html")), None)
     waited = time.perf_counter() - start
     holder.wait(timeout=30)
     assert waited > 1.0, waited
-    execution._LOCK.close()
+    buildprocess._LOCK.close()
     # Another output folder does not wait.
     start = time.perf_counter()
-    execution.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "other" / "html")), None)
+    buildprocess.lock_build(types.SimpleNamespace(outdir=str(tmp_path / "other" / "html")), None)
     assert time.perf_counter() - start < 0.5
-    execution._LOCK.close()
+    buildprocess._LOCK.close()
 
 
 SCOPED = """\
@@ -441,10 +444,10 @@ def test_the_builds_garbage_collector_setting_ends_with_the_build(monkeypatch):
     setting the process had, so that a program that runs a build keeps its own."""
     import gc
 
-    from jaxguide_build import execution, patches
+    from jaxguide_build import buildprocess, execution, patches
 
     monkeypatch.setattr(patches, "install", lambda app, *names: None)
-    monkeypatch.setattr(execution, "_AT_EXIT", {gc.freeze})  # no freeze at this test's exit
+    monkeypatch.setattr(buildprocess, "_AT_EXIT", {gc.freeze})  # no freeze at this test's exit
     handlers: list[tuple[str, object]] = []
     app = types.SimpleNamespace(
         connect=lambda event, fn, priority=500: handlers.append((event, fn)),

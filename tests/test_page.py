@@ -168,6 +168,9 @@ def test_checking_names_the_keys_it_could_not_compute(capsys, monkeypatch):
         raise KeyError("gone")
     (line,) = page.failed_claims(capsys.readouterr().out)
     assert line.startswith("✗ a, b: not computed (KeyError: 'gone')")
-    with pytest.raises(TypeError, match=r"pass a list of keys"):
+    with pytest.raises(TypeError, match=r"keys must be a list of str, got str; pass e.g. \['a'\]"):
         with page.checking("a"):
+            pass
+    with pytest.raises(TypeError, match=r"keys must be a list of str, got int"):
+        with page.checking(["a", 3]):
             pass

@@ -90,6 +90,10 @@ def test_unchanged_pages_are_read_from_the_memo(tmp_path, monkeypatch):
     memo = tmp_path / search.SECTIONS_MEMO
     first = search.page_records(tmp_path / "html", ["pytrees", "other", "gone"], memo)
     assert len(first) == 8 and memo.is_file()
+    # Readable JSON: each page's digest and records, a record's fields by name.
+    pages = json.loads(memo.read_text())["pages"]
+    assert sorted(pages) == ["other", "pytrees"]
+    assert [r["title"] for r in pages["pytrees"][1]] == [r.title for r in first[:4]]
     parsed = []
     real = search.sections
     monkeypatch.setattr(search, "sections", lambda t, p: parsed.append(p) or real(t, p))

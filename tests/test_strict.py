@@ -72,7 +72,8 @@ def test_planted_failing_cell_breaks_the_build(book_copy, pages):
     # again; no internal traceback of the build tools, no request to report a bug.
     report = log[log.index("[jaxguide-build] chapter 'planted' failed") :]
     assert report.startswith(
-        "[jaxguide-build] chapter 'planted' failed: ZeroDivisionError: division by zero\n  in the cell:\n"
+        "[jaxguide-build] chapter 'planted' failed: ZeroDivisionError: division by zero\n"
+        "  in the cell, at line "
     )
     assert "Executing notebook" not in log
     assert "Traceback (most recent call last)" not in log and "Please also report" not in log

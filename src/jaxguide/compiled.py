@@ -25,14 +25,14 @@ Example:
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jaxguide import _checks
+from jaxguide import _checks, _hlo
+from jaxguide._hlo import Instruction
 
 __all__ = [
     "Collective",
@@ -50,46 +50,15 @@ __all__ = [
     # Every instruction of a program's HLO text, for chapters that read it.
     "Instruction",
     "instructions",
+    "collectives",
 ]
 
 #: The collective operations :func:`analyze` reports, by their HLO names.
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
 # Bits per element of each HLO element type.
-_BITS = {
-    "pred": 8,
-    "s4": 4,
-    "u4": 4,
-    "s8": 8,
-    "u8": 8,
-    "s16": 16,
-    "u16": 16,
-    "s32": 32,
-    "u32": 32,
-    "s64": 64,
-    "u64": 64,
-    "f16": 16,
-    "bf16": 16,
-    "f32": 32,
-    "f64": 64,
-    "c64": 64,
-    "c128": 128,
-    "f8e4m3fn": 8,
-    "f8e5m2": 8,
-    "f8e4m3": 8,
-    "f8e3m4": 8,
-    "f8e4m3b11fnuz": 8,
-    "f8e4m3fnuz": 8,
-    "f8e5m2fnuz": 8,
-    "f4e2m1fn": 4,
-    "f8e8m0fnu": 8,
-    "token": 0,
-}
 # Operations that carry no computation of their own inside a fusion.
 _NOT_WORK = {"parameter", "constant"}
-_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([0-9,]*)\]")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+) = (.*)$")
-_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+) .*\{\s*$")
 
 
 def format_bytes(n: float) -> str:
@@ -117,100 +86,6 @@ def format_bytes(n: float) -> str:
         if n < 1024 or unit == "TiB":
             return f"{n:.3g} {unit}" if n < 100 else f"{n:.0f} {unit}"
     raise AssertionError("unreachable")
-
-
-def _arrays(shape: str) -> list[tuple[str, tuple[int, ...]]]:
-    """``'(f32[8,16]{1,0}, bf16[])'`` -> ``[('f32', (8, 16)), ('bf16', ())]``."""
-    return [
-        (dtype, tuple(int(d) for d in dims.split(",") if d))
-        for dtype, dims in _ARRAY.findall(shape)
-        if dtype in _BITS
-    ]
-
-
-def _nbytes(arrays: list[tuple[str, tuple[int, ...]]]) -> int:
-    return sum(math.ceil(_BITS[dt] * math.prod(dims) / 8) for dt, dims in arrays)
-
-
-def _spell(dtype: str, dims: tuple[int, ...]) -> str:
-    return f"{dtype}[{','.join(map(str, dims))}]"
-
-
-def _split_instruction(rest: str) -> tuple[str, str, str, str] | None:
-    """``'f32[16]{0} all-reduce(%a), channel_id=1, ...'`` -> (shape, op, args, attrs)."""
-    if rest.startswith("("):  # a tuple shape: up to its matching parenthesis
-        depth = 0
-        for i, ch in enumerate(rest):  # noqa: B007 (i is used after the loop)
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0:
-                break
-        shape, rest = rest[: i + 1], rest[i + 1 :].lstrip()
-    else:
-        shape, _, rest = rest.partition(" ")
-    match = re.match(r"([a-z][\w\-]*)\(", rest)
-    if not match:
-        return None
-    op = match.group(1)
-    depth, start = 0, match.end() - 1
-    for i in range(start, len(rest)):
-        depth += rest[i] == "("
-        depth -= rest[i] == ")"
-        if depth == 0:
-            return shape, op, rest[start + 1 : i], rest[i + 1 :]
-    return None
-
-
-@dataclass(frozen=True)
-class Instruction:
-    """One instruction of HLO text: ``%name = shape op(operands), attrs``.
-
-    Attributes:
-        name: the instruction's name, without ``%``.
-        shape: its result type as printed, layout included (``'f32[8,16]{1,0}'``, or a
-            tuple ``'(f32[8]{0}, s32[])'``).
-        op: the operation (``'dot'``, ``'fusion'``, ``'all-reduce-start'``, ...).
-        operands: the names of the instructions it reads, in order, without ``%``.
-        attrs: everything after the operand list (``calls=``, ``metadata=``, ...).
-        computation: the computation it belongs to (``''`` for a line on its own).
-        entry: whether that computation is the program's ENTRY.
-    """
-
-    name: str
-    shape: str
-    op: str
-    operands: tuple[str, ...]
-    attrs: str
-    computation: str
-    entry: bool = False
-
-    @property
-    def arrays(self) -> list[tuple[str, tuple[int, ...]]]:
-        """The result's arrays as ``(dtype, dims)``: one, or one per tuple element."""
-        return _arrays(self.shape)
-
-    @property
-    def dtype(self) -> str:
-        """The result's element type (``'f32'``); a tuple result gives its first."""
-        arrays = self.arrays
-        return arrays[0][0] if arrays else ""
-
-    @property
-    def dims(self) -> tuple[int, ...]:
-        """The result's dimensions (``(8, 16)``); a tuple result gives its first."""
-        arrays = self.arrays
-        return arrays[0][1] if arrays else ()
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the result (every element of a tuple), per device."""
-        return _nbytes(self.arrays)
-
-    def attr(self, key: str) -> str | None:
-        """One attribute's value as printed, or None: ``attr('calls')`` is the fused
-        computation's name (without ``%``), ``attr('kind')`` a fusion's kind."""
-        match = re.search(rf"(?:^|[\s,]){re.escape(key)}=(\{{[^}}]*\}}|[^,\s]+)", self.attrs)
-        return match.group(1).lstrip("%") if match else None
 
 
 def instructions(
@@ -250,7 +125,7 @@ def instructions(
             raise _checks.wrong_type(
                 "instructions", arg, value, "a string or None", f"pass {arg}='...'"
             )
-    computations, _ = _parse(hlo)
+    computations, _ = _hlo.parse(hlo)
     if computation is not None:
         name = computation.lstrip("%")
         if name == "ENTRY":
@@ -267,79 +142,6 @@ def instructions(
     else:
         chosen = [ins for group in computations.values() for ins in group]
     return [ins for ins in chosen if op is None or ins.op == op]
-
-
-def _parse(hlo: str) -> tuple[dict[str, list[Instruction]], dict[str, Instruction]]:
-    """Instructions by computation, and every instruction by name: the one reader of HLO
-    text in the package (``pipeline.permute_pairs`` and ``profile.scopes`` use it too).
-    Instruction lines outside a computation (a line quoted on its own) belong to ``""``."""
-    computations: dict[str, list[Instruction]] = {}
-    by_name: dict[str, Instruction] = {}
-    current, entry = None, False
-    for line in hlo.splitlines():
-        if current is None:
-            match = _COMPUTATION.match(line)
-            if match:
-                current, entry = match.group(1), line.startswith("ENTRY")
-                computations[current] = []
-                continue
-        elif line.strip() == "}":
-            current = None
-            continue
-        match = _INSTRUCTION.match(line)
-        if not match:
-            continue
-        parts = _split_instruction(match.group(2))
-        if parts is None:
-            continue
-        shape, op, args, attrs = parts
-        operands = tuple(re.findall(r"%([\w.\-]+)", args))
-        ins = Instruction(
-            match.group(1), shape, op, operands, attrs, current or "", current is not None and entry
-        )
-        computations.setdefault(current or "", []).append(ins)
-        by_name[ins.name] = ins
-    return computations, by_name
-
-
-_OP_NAME = re.compile(r'op_name="([^"]*)"')
-
-
-def _op_name(attrs: str) -> str | None:
-    """The ``op_name`` of an instruction's metadata, or None."""
-    match = _OP_NAME.search(attrs)
-    return match.group(1) if match else None
-
-
-def _pairs(attrs: str) -> tuple[tuple[int, int], ...]:
-    """A collective-permute's ``source_target_pairs={{0,1},{1,2}}``: ``((0, 1), (1, 2))``."""
-    match = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", attrs)
-    if not match:
-        return ()
-    return tuple((int(a), int(b)) for a, b in re.findall(r"\{(\d+),(\d+)\}", match.group(1)))
-
-
-def _group_size(attrs: str, devices: int | None = None) -> int | None:
-    """Devices taking part in each group of a collective, from its replica groups
-    (``devices``: the program's partition count, for groups that mean "all")."""
-    if re.search(r"replica_groups=\{\}", attrs) or (
-        "replica_groups=" not in attrs and "source_target_pairs" not in attrs
-    ):
-        return devices  # no groups listed: one group of every device
-    match = re.search(r"replica_groups=\{(\{[\d,]*\})", attrs)
-    if match:  # explicit groups: {{0,1,2,3},{4,5,6,7}}
-        return len([d for d in match.group(1).strip("{}").split(",") if d])
-    match = re.search(r"replica_groups=\[(\d+),(\d+)\]<=", attrs)
-    if match:  # iota groups: [n_groups, group_size]<=[devices]
-        return int(match.group(2))
-    match = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", attrs)
-    if match:  # mesh groups: mesh['axis_0'=8,'axis_1'=1] {'axis_0'}
-        sizes = dict(re.findall(r"'([^']+)'=(\d+)", match.group(1)))
-        return math.prod(int(sizes[a]) for a in re.findall(r"'([^']+)'", match.group(2)))
-    pairs = _pairs(attrs)
-    if pairs:  # collective-permute: the devices that send or receive
-        return len({d for pair in pairs for d in pair})
-    return None
 
 
 @dataclass(frozen=True)
@@ -374,7 +176,7 @@ class Collective:
     @property
     def operands(self) -> str:
         """The operands as HLO spells them, repeats counted: ``'f32[8,16]'``, ``'8 × f32[8,2]'``."""
-        spelled = [_spell(d, s) for d, s in zip(self.dtypes, self.shapes)]
+        spelled = [_hlo.spell(d, s) for d, s in zip(self.dtypes, self.shapes)]
         runs: list[list] = []
         for item in spelled:
             if runs and runs[-1][0] == item:
@@ -490,10 +292,38 @@ def _cost(compiled: Any) -> dict[str, float]:
     return dict(cost or {})
 
 
+def collectives(hlo: str) -> tuple[Collective, ...]:
+    """Every collective of a program's HLO text, in program order: what :func:`analyze`
+    reports as ``collectives``, for a program you already hold as text.
+
+    Args:
+        hlo: compiled HLO text, for instance ``jax.jit(f).lower(x).compile().as_text()``.
+
+    Returns:
+        One :class:`Collective` per collective instruction.
+
+    Raises:
+        TypeError: ``hlo`` is not a string.
+        ValueError: ``hlo`` is empty.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jax.sharding import NamedSharding, PartitionSpec as P
+        >>> mesh = jax.make_mesh((jax.device_count(),), ("x",),
+        ...                      axis_types=(jax.sharding.AxisType.Auto,))
+        >>> x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P("x")))
+        >>> hlo = jax.jit(lambda x: x.sum()).lower(x).compile().as_text()
+        >>> [(c.kind, c.operand_bytes) for c in collectives(hlo)]
+        [('all-reduce', 4)]
+    """
+    _checks.string("collectives", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
+    return _collectives(hlo, *_hlo.parse(hlo))
+
+
 def _collectives(
     hlo: str, computations: dict[str, list[Instruction]], by_name: dict[str, Instruction]
 ) -> tuple[Collective, ...]:
-    """Every collective of a program (its HLO text, and what :func:`_parse` read from it),
+    """Every collective of a program (its HLO text, and what :func:`jaxguide._hlo.parse` read from it),
     in program order."""
     partitions = re.search(r"num_partitions=(\d+)", hlo.split("\n", 1)[0])
     devices = int(partitions.group(1)) if partitions else None
@@ -530,7 +360,7 @@ def _collectives(
             if op_kind not in COLLECTIVES:
                 continue
             operands = [by_name[o] for o in ins.operands if o in by_name]
-            arrays = [a for o in operands for a in _arrays(o.shape)]
+            arrays = [a for o in operands for a in _hlo.arrays(o.shape)]
             result = (
                 done_of[ins.name].shape
                 if ins.op.endswith("-start") and ins.name in done_of
@@ -541,12 +371,12 @@ def _collectives(
                     kind=op_kind,
                     shapes=tuple(dims for _, dims in arrays),
                     dtypes=tuple(dt for dt, _ in arrays),
-                    operand_bytes=_nbytes(arrays),
-                    result_bytes=_nbytes(_arrays(result)),
-                    group_size=_group_size(ins.attrs, devices),
+                    operand_bytes=_hlo.nbytes(arrays),
+                    result_bytes=_hlo.nbytes(_hlo.arrays(result)),
+                    group_size=_hlo.group_size(ins.attrs, devices),
                     name=ins.name,
                     in_loop=name in looped,
-                    source_target_pairs=_pairs(ins.attrs),
+                    source_target_pairs=_hlo.pairs(ins.attrs),
                 )
             )
     return tuple(collectives)
@@ -581,7 +411,7 @@ def analyze(f: Callable[..., Any], *args: Any, **kwargs: Any) -> ProgramReport:
     jitted = f if hasattr(f, "lower") else jax.jit(f)
     compiled = jitted.lower(*args, **kwargs).compile()
     hlo = compiled.as_text()
-    computations, by_name = _parse(hlo)
+    computations, by_name = _hlo.parse(hlo)
     collectives = _collectives(hlo, computations, by_name)
 
     fusions = []
@@ -703,7 +533,7 @@ def op_name(report: ProgramReport, collective: Collective | str) -> str:
         >>> op_name(report, report.collectives[0]).startswith("jit(<lambda>)")
         True
     """
-    match = _OP_NAME.search(hlo_line(report, collective))
+    match = _hlo.OP_NAME.search(hlo_line(report, collective))
     return match.group(1) if match else ""
 
 
@@ -805,7 +635,7 @@ def parameter_of(
         if " parameter(" in line:
             match = re.search(r'op_name="([^"]*?)(?:\.value)?"', line)
             return match.group(1).replace("\\'", "'") if match else None
-        parts = _split_instruction(line.split(" = ", 1)[1])
+        parts = _hlo.split_instruction(line.split(" = ", 1)[1])
         operands = re.findall(r"%([\w.\-]+)", parts[2]) if parts else []
         operands = [o for o in operands if not re.match(r"(constant|partition-id)", o)]
         if not operands:

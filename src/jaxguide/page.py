@@ -270,16 +270,20 @@ def checking(keys: Iterable[str]) -> Iterator[None]:
         A context manager; the block runs inside it.
 
     Raises:
-        TypeError: ``keys`` is a single str.
+        TypeError: ``keys`` is not a list or tuple of str (a single str among them).
 
     Example:
         >>> with checking(["rows"]):
         ...     rows = "no such line".split()[5]
         ✗ rows: not computed (IndexError: list index out of range), where the book's build (JAX 0.10.2) computed it; this run (JAX ...) raised instead, so the prose near this cell describes the book's build, not this run. Carrying on.
     """
-    if isinstance(keys, str):
-        raise TypeError(f"checking(keys={keys!r}): pass a list of keys, [{keys!r}].")
-    names = ", ".join(keys) or "these checks"
+    example = f"[{keys!r}] (a list of keys)" if isinstance(keys, str) else "['rows']"
+    names = ", ".join(
+        _checks.strings(
+            "checking", "keys", keys, what="a list of str", example=example, kinds=(list, tuple)
+        )
+    )
+    names = names or "these checks"
     try:
         yield
     except Exception as error:

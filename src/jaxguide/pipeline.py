@@ -340,11 +340,10 @@ def permute_pairs(hlo: str) -> list[tuple[tuple[int, int], ...]]:
             "the program's HLO text (a str)",
             "pass jaxguide.compiled.analyze(f, ...).hlo",
         )
+    if not hlo.strip():  # no program, no permutes
+        return []
     from jaxguide import compiled
 
-    computations, by_name = compiled._parse(hlo)
     return [
-        c.source_target_pairs
-        for c in compiled._collectives(hlo, computations, by_name)
-        if c.kind == "collective-permute"
+        c.source_target_pairs for c in compiled.collectives(hlo) if c.kind == "collective-permute"
     ]

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from jaxguide import _checks
+from jaxguide import _checks, _hlo
 from jaxguide.compiled import COLLECTIVES
 
 __all__ = [
@@ -213,11 +213,9 @@ def scopes(hlo: str) -> dict[str, str]:
         {'tanh.3': 'mlp/layer1/tanh'}
     """
     _checks.string("scopes", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()")
-    from jaxguide import compiled
-
     found = {}
-    for name, instruction in compiled._parse(hlo)[1].items():
-        op_name = compiled._op_name(instruction.attrs)
+    for name, instruction in _hlo.parse(hlo)[1].items():
+        op_name = _hlo.op_name(instruction.attrs)
         if op_name is not None:
             found[name] = re.sub(r"^(?:jit|pjit)\([^)]*\)/", "", op_name)
     return found
@@ -280,14 +278,12 @@ def entry_instructions(hlo: str) -> dict[str, tuple[str, str, str]]:
     _checks.string(
         "entry_instructions", "hlo", hlo, example="jax.jit(f).lower(x).compile().as_text()"
     )
-    from jaxguide import compiled
-
     entry = re.search(r"^ENTRY\s+%([\w.\-]+)", hlo, re.MULTILINE)
     if entry is None:
         raise ValueError("entry_instructions: hlo has no ENTRY computation (pass compiled text)")
     return {
         ins.name: (ins.op, ins.shape.split("{")[0], ins.attrs)
-        for ins in compiled._parse(hlo)[0].get(entry.group(1), [])
+        for ins in _hlo.parse(hlo)[0].get(entry.group(1), [])
     }
 
 

@@ -10,11 +10,12 @@ module              build phase        job
 ``patches``         setup              the table of every patch of a third-party library, one
                                        rule for untested releases (the build stops and says
                                        what to check), and most patches' code
-``execution``       config-inited,     one build per output folder, and before Sphinx reads
-                    env-get-outdated   the pages: execute what has no cached outputs, in
-                                       parallel; report a failure, or each chapter's time;
-                                       the build's garbage collection. Its docstring has
-                                       the call sequence of a chapter's execution
+``buildprocess``    setup,             one build per output folder (a lock); the build
+                    config-inited      process's garbage collection
+``execution``       env-get-outdated   before Sphinx reads the pages: execute what has no
+                                       cached outputs, in parallel; report a failure, or
+                                       each chapter's time. Its docstring has the call
+                                       sequence of a chapter's execution
 ``jupyter_kernels`` config-inited      the Jupyter kernels that execute: their environment
                                        (strict claims, the compilation cache, or not), IPC
                                        sockets (``notebook_runs``' kernel manager). Not
@@ -69,7 +70,7 @@ file or folder                     written by            what it holds
                                                          which distribution holds each module
 ``.jax_cache/``                    ``jupyter_kernels``   JAX's compilation cache, a folder per
                                                          chapter
-``.jaxguide-build.lock``           ``execution``         held while a build runs
+``.jaxguide-build.lock``           ``buildprocess``      held while a build runs
 ``.jaxguide-page-memo.json``       ``site.memo``         each page's digest, words and icons
 ``.jaxguide-images/``              ``site.images``       shrunk figures, by content
 ``.jaxguide-fonts/``               ``site.icons``        subset icon fonts, by content
@@ -77,7 +78,7 @@ file or folder                     written by            what it holds
 ``.jaxguide-css-originals/``       ``site.stylesheets``  the stylesheets before purging
 ``html/.jaxguide-purged-css``      ``site.stylesheets``  which stylesheets were purged
 ``.jaxguide-search-digest``        ``site.search``       what the search index was built from
-``.jaxguide-search-records.pkl``   ``site.search``       each page's search records, by digest
+``.jaxguide-search-records.json``  ``site.search``       each page's search records, by digest
 =================================  ====================  ===========================================
 
 The tests add ``.jax_cache_unit/`` (``make unit``'s compilation cache), ``.idle-phase``

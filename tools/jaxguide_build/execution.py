@@ -5,17 +5,18 @@ executes those, and every chapter with no cached outputs, with jupyter-cache (in
 parallel when there are several: :func:`preexecute`). A chapter that fails there stops
 the build with a short report (chapter, error, cell: :func:`failure_report`) and
 nothing else, and is not executed a second time. Two builds into the same output folder
-do not run at once: the second waits for the first (:func:`lock_build`).
+do not run at once: the second waits for the first
+(:func:`jaxguide_build.buildprocess.lock_build`).
 
 The kernels it starts, and the environment they get (the compilation cache among it),
 are :mod:`jaxguide_build.jupyter_kernels`'. When the chapters have executed, the log
-says so, with each one's time (:func:`executed_line`). The build process's garbage
-collection is set here too (:func:`tune_garbage_collector`).
+says so, with each one's time (:func:`executed_line`).
 
 How a chapter executes, in the order of the calls (five modules take part; the patches
 are entries of :data:`jaxguide_build.patches.PATCHES`, installed by :func:`setup`):
 
-1. ``config-inited``: :func:`lock_build` (one build per output folder), then
+1. ``config-inited``: :func:`jaxguide_build.buildprocess.lock_build` (one build per
+   output folder), then
    :func:`jaxguide_build.jupyter_kernels.kernel_settings` fills ``KERNEL_ENV`` (strict
    claims, the compilation cache's settings).
 2. ``env-get-outdated``, priority 500: :func:`jaxguide_build.staleness.outdated`
@@ -42,31 +43,25 @@ are entries of :data:`jaxguide_build.patches.PATCHES`, installed by :func:`setup
 
 from __future__ import annotations
 
-import atexit
-import gc
 import multiprocessing
 import re
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from jupyter_cache.executors.base import ExecutorRunResult
 from jupyter_cache.executors.basic import JupyterExecutorLocalMproc, ProcessData
 from sphinx.application import Sphinx
-from sphinx.config import Config
 from sphinx.environment import BuildEnvironment
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
-from . import jupyter_kernels, patches
+from . import buildprocess, jupyter_kernels, patches
 from .outputs import ANSI
 from .staleness import CODE_CELL, save
 
 logger = logging.getLogger(__name__)
-
-
-_AT_EXIT: set[object] = set()  # what setup() registered with atexit (once per process)
 
 
 def preexecute(
@@ -194,8 +189,8 @@ def starts_processes(path: str | Path) -> bool:
     """Whether a chapter's code starts JAX processes of its own and waits on them
     (``jaxguide.distributed.launch``). Such a chapter spends seconds at a time with no
     CPU of its own in use (a heartbeat or a collective timing out, a process that
-    sleeps); run last, with nothing beside it, its waits left both cores idle (about
-    25 s in a fresh build of 27 November 2026). Run first, the other core fills them."""
+    sleeps); run last, with nothing beside it, its waits left both cores idle
+    (bench/reports/make-test-2026-11.md). Run first, the other core fills them."""
     text = Path(path).read_text(encoding="utf-8")
     return any(LAUNCHES.search(cell) for cell in CODE_CELL.findall(text))
 
@@ -293,58 +288,11 @@ REPORT_LINES = 25
 """The most lines of a failing cell that :func:`failure_report` shows."""
 
 
-_LOCK: IO[str] | None = None
-
-
-def lock_build(app: Sphinx, config: Config | None) -> None:
-    """``config-inited``: one build of an output folder at a time. A second build of the
-    same checkout waits for the first (its cache, store and pages would be written by
-    both at once); builds into different output folders do not wait for each other."""
-    global _LOCK
-    import fcntl
-
-    folder = Path(app.outdir).parent
-    folder.mkdir(parents=True, exist_ok=True)
-    _LOCK = open(folder / ".jaxguide-build.lock", "w")
-    try:
-        fcntl.flock(_LOCK, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        logger.info(
-            f"[jaxguide-build] another build of {folder} is running; waiting for it to finish"
-        )
-        fcntl.flock(_LOCK, fcntl.LOCK_EX)
-
-
-def tune_garbage_collector(app: Sphinx) -> None:
-    """The build process's garbage collection, set for a build's large, long-lived graph
-    of objects (the environment, the doctrees); the chapters' kernels keep Python's
-    defaults.
-
-    * Full collections (one after every 10 of the middle generation, by default) walked
-      the whole environment of the book again and again: Sphinx took 41.7 s of CPU to
-      read and write every page (execution cached), 37.6 and 38.3 s with one after every
-      100, for 50 MB more at its peak (bench/reports/make-test-2026-11.md). In the
-      chapters' kernels the same setting cost CPU (random: 46.3 and 43.9 s against 43.5
-      and 42.8 s). The setting is the build's: restored when it ends, so that a program
-      that runs a build keeps its own.
-    * The collector walks that graph again while the process exits, a large part of a
-      no-change rebuild. Freezing it at exit skips that walk; memory goes back to the OS
-      with the process either way. (atexit: a build run inside another program, such as
-      a test, keeps its normal collection until that program exits.)
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(before[0], before[1], 100)
-    app.connect("build-finished", lambda app, exc: gc.set_threshold(*before), priority=900)
-    if gc.freeze not in _AT_EXIT:
-        atexit.register(gc.freeze)
-        _AT_EXIT.add(gc.freeze)
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("jaxguide_parallel_execution", False, "env")
     app.add_config_value("jaxguide_compilation_cache", False, "")
-    app.connect("config-inited", lock_build)
-    tune_garbage_collector(app)
+    app.connect("config-inited", buildprocess.lock_build)
+    buildprocess.tune_garbage_collector(app)
     app.connect("config-inited", jupyter_kernels.kernel_settings)
     # The kernels it starts: BuildKernelManager, knowing their chapter; jupyter-cache
     # parses each chapter once; LongestFirst.

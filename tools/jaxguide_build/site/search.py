@@ -23,13 +23,13 @@ the list).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import html
 import importlib.metadata
 import json
 import keyword
-import pickle
 import re
 import shutil
 import subprocess
@@ -372,7 +372,7 @@ def write_index(app: Sphinx, outdir: Path) -> None:
 
 #: Each page's records, by the page's digest, from the last build (:func:`write_index`
 #: parses only the pages that changed since).
-SECTIONS_MEMO = ".jaxguide-search-records.pkl"
+SECTIONS_MEMO = ".jaxguide-search-records.json"
 
 
 def page_records(outdir: Path, pages: list[str], memo_file: Path) -> list[Section]:
@@ -392,7 +392,11 @@ def page_records(outdir: Path, pages: list[str], memo_file: Path) -> list[Sectio
             fresh[page] = (key, found)
             records += found
     if fresh != memo:
-        write_atomic(memo_file, pickle.dumps((_SOURCE_DIGEST, fresh)))
+        pages_json = {
+            page: [key, [_record_json(r) for r in found]] for page, (key, found) in fresh.items()
+        }
+        text = json.dumps({"code": _SOURCE_DIGEST, "pages": pages_json}, sort_keys=True)
+        write_atomic(memo_file, text.encode())
     return records
 
 
@@ -400,10 +404,24 @@ def _read_memo(path: Path) -> dict[str, tuple[str, list[Section]]]:
     """The memo at ``path``; empty if there is none, it cannot be read, or it was written
     by other code than this module's."""
     try:
-        version, memo = pickle.loads(path.read_bytes())
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["code"] != _SOURCE_DIGEST:
+            return {}
+        return {
+            page: (key, [_record(r) for r in found]) for page, (key, found) in data["pages"].items()
+        }
     except Exception:  # missing, damaged, or written by other code: parse again
         return {}
-    return memo if version == _SOURCE_DIGEST and isinstance(memo, dict) else {}
+
+
+def _record_json(record: Section) -> dict[str, object]:
+    """``record`` as JSON: its fields, the set of ids sorted."""
+    return {**dataclasses.asdict(record), "ids": sorted(record.ids), "links": list(record.links)}
+
+
+def _record(data: dict[str, Any]) -> Section:
+    """The record :func:`_record_json` wrote."""
+    return Section(**{**data, "ids": frozenset(data["ids"]), "links": tuple(data["links"])})
 
 
 def write_records(records: list[Section], table: dict[str, list[str]], out: Path) -> int:
