@@ -76,6 +76,8 @@ def test_autodiff_custom_rules(book):
         "UnexpectedTracerError",
         "TypeError",
         "TypeError",
+        "TypeError",
+        "UnexpectedTracerError",
     ]
     assert "grad requires real- or complex-valued inputs" in errs[0].message
     assert "but got int32" in errs[0].message
@@ -89,15 +91,36 @@ def test_autodiff_custom_rules(book):
     assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[6].message
     # A traced value in a nondiff_argnums position is refused.
     assert "nondiff_argnums" in errs[7].message
+    # A bwd with no entry for one of the arguments.
+    assert "the same container (pytree) structure" in errs[8].message
     # jax.custom_gradient refuses a function among its arguments, and so do the
     # residuals of a custom_vjp's fwd.
-    assert "is not a valid JAX type" in errs[8].message
     assert "is not a valid JAX type" in errs[9].message
-    assert "<class 'function'>" in errs[9].message
+    assert "is not a valid JAX type" in errs[10].message
+    assert "<class 'function'>" in errs[10].message
+    # Differentiating with respect to a value a custom_vjp closes over.
+    assert "unexpected tracer" in errs[11].message
     g = glued(book, "autodiff")
     exact, exact2 = 0.5 / np.sqrt(2.0), -0.25 * 2.0**-1.5
     assert float(g["while_tangent"]) == pytest.approx(exact, rel=1e-5)
     assert g["custom_jvp_derivatives"] == pytest.approx((exact, exact, exact2), rel=1e-5)
+    # custom_vjp has no forward mode, yet hessian (forward over jacrev) works.
+    assert float(g["hessian_rev"]) == pytest.approx(exact2, rel=1e-5)
+
+
+def test_autodiff_custom_rules_in_practice(book):
+    g = glued(book, "autodiff")
+    # Under vmap of grad and grad of vmap, bwd is traced with one example's shapes:
+    # x of 3 features, the cotangent of the 2 outputs.
+    assert g["custom_vmap"] == [str(((3,), (2,)))] * 2
+    # s * sin(x) at x = 1: d/dx = s cos x at s = 2, 3 (s closed over), then d/ds = sin x
+    # and d/dx = s cos x at s = 2 (s an argument).
+    c, si = np.cos(1.0), np.sin(1.0)
+    assert g["closure_grads"] == pytest.approx([2 * c, 3 * c, si, 2 * c], rel=1e-5)
+    # d/dx sin(x)/x = (x cos x - sin x) / x**2, whose limit at 0 is 0.
+    x = np.array([0.5, 2.0])
+    slope = (x * np.cos(x) - np.sin(x)) / x**2
+    assert g["sinc_rule_grads"] == pytest.approx([0.0, *slope], abs=1e-5)
 
 
 def test_autodiff_jacobians(book):
