@@ -269,6 +269,18 @@ def test_collective_sharp_edges(g):
     assert g["concat_negative_rc"] == -signal.SIGSEGV
 
 
+def test_ppermute_cases_once_broken(g):
+    # jax#1703 (a zip as perm), #3757 (the identity) and #4348 (under vmap, round
+    # the ring of the eight devices); #8688's claim is the build's.
+    x = [float(i) for i in range(1, 9)]
+    rows = [[2.0 * i, 2.0 * i + 1] for i in range(8)]
+    assert g["permuted"] == {
+        "#1703, a zip": [x[1], x[0], *x[2:]],  # pairs (0, 1), (1, 0), (i, i)
+        "#3757, the identity": x,
+        "#4348, under vmap": [rows[(i - 1) % 8] for i in range(8)],  # from the left
+    }
+
+
 def test_debug_print_gathers_under_jit(g, text):
     """jax-ml/jax#25842: a jax.debug.print of a split array makes the jitted program
     gather it onto one device; inside shard_map it prints blocks, with no collective."""

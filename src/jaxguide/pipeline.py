@@ -291,7 +291,17 @@ def plot_schedule(
                 )
                 if not small:
                     label = str(mb) + "\u2032" * r  # a prime per trip round the loop
-                    ax.text(x + w / 2, s + 0.5, label, ha="center", va="center", fontsize=7)
+                    # a white box keeps a hatched cell's primes readable
+                    box = dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none")
+                    ax.text(
+                        x + w / 2,
+                        s + 0.5,
+                        label,
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        bbox=box if r % 2 else None,
+                    )
     if backward:
         ax.axvline(n * w, color="black", linewidth=1.2)
         ax.text(n * w / 2, -0.15, "forward", ha="center", va="bottom", fontsize=8)
