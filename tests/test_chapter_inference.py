@@ -9,7 +9,6 @@ import contextlib
 import io
 import re
 
-import numpy as np
 import pytest
 
 from bookcheck import errors, glued, images, page_text
@@ -136,12 +135,10 @@ def test_donation_aliases_the_whole_cache(book):
     # 2 layers x (keys, values) x (1, 128, 4, 8) float32 = 64 KiB
     assert g["cache_tiny_bytes"] == kv_bytes(2, 128, 4, 8, 4) == 64 * 1024
     assert g["alias_donated"] == g["cache_tiny_bytes"] and g["alias_kept"] == 0
-    # In place only with donation and no later use of the old cache (jax#9132); the
-    # pop of jax#17845 in a scan, with and without its value, and rotated.
+    # In place only with donation (jax#9132): copies counted in the compiled text.
     copies = g["cache_copies"]
-    pops = ("pop", "pop, no value", "pop, value rotated")
-    assert all(isinstance(copies[k], int) for k in ("donated", "kept", *pops))
-    assert g["copies_kept"] == copies["kept"] and g["copies_misused"] == copies["pop"]
+    assert all(isinstance(copies[k], int) for k in ("donated", "kept"))
+    assert g["copies_kept"] == copies["kept"]
 
 
 def test_prefill_buckets(book):
@@ -177,13 +174,8 @@ def test_sampling(book):
     # The nucleus follows the model's confidence; one key for every style.
     assert g["nucleus_min"] == 1 < g["nucleus_max"]
     assert g["nucleus_sizes"] == (g["nucleus_min"], g["nucleus_max"])
-    assert g["nucleus_steps"] / 2 < g["nucleus_ones_50"] <= g["nucleus_steps"] == 24
     # replace defaults to True (jax#27268): five draws repeat a token.
     assert 1 <= g["default_repeats"] <= 4
-    # One key: identical rows in one call differ, one call per row repeats (jax#18950).
-    assert g["rows_one_call"] <= 8
-    # choice(replace=False, p=...) takes top_k, not a sort (jax#27155).
-    assert "top_k" in g["choice_top_k"] and "sort" not in g["choice_top_k"]
 
 
 def test_cache_size_against_formula(book):
@@ -192,39 +184,22 @@ def test_cache_size_against_formula(book):
     mha = kv_bytes(2, 4096, 32, 128, 2, batch=8)
     assert g["cache_sizes"] == {"GQA": (gqa, gqa), "MHA": (mha, None)}
     assert g["mha_ratio"] == 4
-    assert g["gqa_2l"] == mib(gqa) and g["mha_2l"] == mib(mha)
+    assert g["gqa_2l"] == mib(gqa)
     assert g["gqa_seq"] == mib(kv_bytes(32, 4096, 8, 128, 2))  # 512 MiB
     assert g["mha_seq"] == mib(kv_bytes(32, 4096, 32, 128, 2))  # 2 GiB
 
 
 def test_intensity_and_the_compiled_check(book):
     g = glued(book, CHAPTER)
-    # The toy decode step's FLOPs from cost_analysis (flax#512): at least two per
-    # matrix weight of the toy model (d 64, MLP 256, 2 layers, 45 characters).
-    toy_kernels = 2 * (2 * 64 * 64 + 2 * 64 * 32 + 2 * 64 * 256) + 64 * 45
-    assert number(g["toy_flops"]) >= 2 * toy_kernels
     assert g["bf16_widened"] > 2 * sizes(2)[0]  # temporaries above the bf16 weights
     # cost_analysis against the hand count: FLOPs within 1%, bytes at batch 1 too;
     # at batch 512 the whole float32 token table more, and the copies listed below.
     table = 4 * VOCAB * D / 2**30
     assert number(g["table_gb"]) == pytest.approx(table, abs=0.005)
-    # A gather of 16 rows is charged as the table (2 GB), not its 256 KiB; the bf16
-    # decode step's 8 rows as the whole bf16 table (plus its few rows).
+    # A gather of 16 rows is charged as the table (2 GB), not its 256 KiB.
     assert g["gather_16"].endswith("GiB")
-    assert g["gather_bf16_8"] == mib(2 * VOCAB * D)
-    # Beyond the table at batch 512 (float32, 32 cached positions): one copy of the
-    # logits, read and written; four transposed copies of a cache array, read and
-    # written; four update fusions with a cache array, the new keys (512 x 1024) and the
-    # position as operands and the array as output. The cache is aliased, all 256 MiB.
-    cache = 512 * 32 * KV * HD * 4
-    assert g["extra_kinds"] == {
-        "logits copied": 2 * 512 * VOCAB * 4,
-        "cache transposed": 4 * 2 * cache,
-        "cache updated": 4 * (2 * cache + 512 * KV * HD * 4 + 4),
-    }
-    assert g["alias_512"] == mib(4 * cache)
-    copied = sum(g["extra_kinds"].values()) / 2**30
-    assert number(g["excess_512"]) == pytest.approx(table + copied, rel=0.1)
+    # Beyond the table at batch 512: the rest of cost_analysis's excess.
+    assert number(g["beyond_512"]) == pytest.approx(number(g["excess_512"]) - table, abs=0.011)
 
 
 def test_critical_batch_by_hand(book):
@@ -337,15 +312,6 @@ def test_int8_weights(book):
     assert of == 24 and 0 <= same <= 24
     # The compiled steps: one conversion per kernel, only in the int8 step.
     assert g["int8_converts"] == len(kernels)
-    # 8 x 50 = 400 wraps in int8, exact with an int32 result and no convert (jax#4465).
-    assert g["int8_wrapped"] == int(np.array(400).astype(np.int8)) == -112
-    assert g["int8_dot_converts"] == 0
-    # Qwix, the library the page points a practitioner to, and AQT are not installed
-    # here, so the page runs neither (and says so).
-    import importlib.util
-
-    assert g["quant_libs_installed"] == {"qwix": False, "aqt": False}
-    assert all(importlib.util.find_spec(name) is None for name in ("qwix", "aqt"))
 
 
 def test_sharded_serving(book):
@@ -371,10 +337,6 @@ def test_cpu_timing_and_figure(book):
     # the measured ratios.
     assert "benchmark_interleaved" in text
     assert f"The cached one was {g['cpu_cache_ratio']} times faster" in text
-    # The key derived eagerly in Python: convert_element_type, then random_fold_in,
-    # each dispatched alone; the loop slower for it.
-    assert g["fold_ops"] == 2
-    assert f"made the same loop {g['cpu_key_ratio']} times" in text
     imgs = images(book, CHAPTER)
     assert len(imgs) >= 1
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
@@ -382,8 +344,9 @@ def test_cpu_timing_and_figure(book):
 
 def test_row_positions(book):
     g = glued(book, CHAPTER)
-    # vmap of a one-row write is one scatter (jax#21367).
-    assert g["row_vmap_scatter"] == 1
+    # vmap of a one-row decode: each cache write is a scatter (jax#21367), one per
+    # array: keys and values, in each of the toy model's 2 layers.
+    assert g["row_vmap_scatter"] == 2 * 2
 
 
 def test_sharded_latency(book):
@@ -405,6 +368,11 @@ def test_sharded_latency(book):
     assert g["tp_comm_ms_8"] == f"{comm8:.2f}"
     assert number(g["tp_comm_share"]) == pytest.approx(comm8 / ms[8], abs=0.005)
     assert g["tp_hops_8"] == 14 and g["tp_allreduces"] == 64
+    # A bidirectional ring: n / 2 hops for each half of the all-reduce.
+    comm8_bi = 1e3 * 2 * 32 * 8 * (1e-6 + 2 * D / 8 / link)
+    bi8 = 1e3 * step_time(1, 1024, peak, hbm) / 8 + comm8_bi
+    assert number(g["tp_ms_8_bi"]) == pytest.approx(bi8, abs=0.005)
+    assert number(g["tp_speedup_bi"]) == pytest.approx(ms[1] / bi8, abs=0.05)
     from jaxguide.compiled import format_bytes
 
     assert g["tp_message"] == format_bytes(2 * D)  # one token's bf16 activations

@@ -439,3 +439,9 @@ def test_create_on_device_and_aliasing(book):
     assert shared["0 may_alias=False"] == (True, -1.0)  # jax-ml/jax#37830
     assert shared["0 jnp.asarray(src, device=cpu3)"] == (False, 0.0)
     assert shared["0 jax.device_put(src, cpu3)"] == (True, -1.0)
+
+
+def test_numpy_int8_matmul_wraps(book):
+    """jax-ml/jax#4465: eight products of 50 in int8 wrap as NumPy's int8 does."""
+    g = glued(book, "numpy")
+    assert g["int8_wrapped"] == int(np.array(8 * 50).astype(np.int8))
