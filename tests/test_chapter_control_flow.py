@@ -263,3 +263,13 @@ def test_control_flow_question_bank_answers(book):
     assert g["mask_shape_errors"] == sorted(["x[mask]", "x[mask] under jit", "x.at[mask].set(0.0)"])
     for thread in ("22045", "20399", "15906", "7329"):
         assert f"jax-ml/jax#{thread}" in text
+
+
+def test_cost_analysis_counts_a_scan_body_once(book):
+    """jax-ml/jax#18672: a scan of 8 layers counts as one; unrolled, as 8."""
+    seen = glued(book, "control_flow")["flops_counted"]
+    hand = 2 * 256**3  # one 256 x 256 matmul
+    one = seen["1 layer, unrolled"]
+    assert hand <= one < 1.01 * hand
+    assert seen["8 layers, unrolled"] == 8 * one
+    assert seen["1 layer, scan"] == seen["8 layers, scan"] == one

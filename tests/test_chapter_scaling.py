@@ -56,6 +56,8 @@ def test_parameters_by_hand(book):
     assert g["n_params"] == f"{n_params:,}"
     assert g["n_arrays"] == "20"  # 2 x (6 matrices + 2 norms) + tok, pos, head, norm
     assert g["n_big"] == f"{n_params_of(10 * WIDTH):,}"
+    # The exercise: data parallelism's all-reduce at 100x, by hand.
+    assert g["ex_dp_big"] == [4 * n_params_of(10 * WIDTH) + 4] * 2
     assert float(g["grow"]) == pytest.approx(n_params_of(10 * WIDTH) / n_params, abs=0.5)
 
 
@@ -128,9 +130,6 @@ def test_tensor_parallel_is_megatron(book):
     (over_data,) = [c for c in listing if c[1] == "data"]
     assert len(over_data[4]) == int(g["n_arrays"]) + 1  # every gradient + the loss
     assert g["tp_grad_sum"] == [int(g["n_arrays"]) + 1]
-    # The exercise: the same formula on the 4 x 2 mesh.
-    per42 = BATCH // 4 * SEQ * WIDTH * 4
-    assert g["ex_tp42"] == [6 * LAYERS * per42] * 2
 
 
 def test_fsdp_and_fsdp_tp(book):
@@ -169,10 +168,6 @@ def test_explicit_mode(book):
     g = glued(book, "scaling")
     assert g["explicit_wup"] == "float32[64@(data,model),256]"
     assert g["explicit_counts"] == {"all-gather": int(g["n_arrays"]), "all-reduce": 1}
-    assert g["contract_error"].startswith(
-        "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous"
-    )
-    assert g["gram"] == ("float32[4,4]", 16.0)  # a sum of 16 ones
 
 
 def test_roofline(book):
@@ -251,40 +246,10 @@ def test_remat(book):
         assert verdict == "stays the same size"
     else:
         assert verdict.startswith("shrinks by" if after < before else "grows by")
-    # The deep stack: the CPU compiler's verdict on memory and FLOPs.
-    (t0, f0), (t1, f1) = g["deep"]["False"], g["deep"]["True"]
-    assert f1 >= f0 and t1 >= t0  # the prose: XLA:CPU does not lower the peak
-    assert g["deep_flops"] == (
-        f"grow by {f1 / f0 - 1:.0%}"
-        if f1 > f0 * 1.005
-        else "stay the same (the compiled program recomputes nothing)"
-    )
-    assert g["remat_verdict_big"].startswith("grows" if t1 > t0 else "stays")
-    # ...because the compiled program dropped the checkpoints' barriers (and with them
-    # the recomputation), while the GPT's kept its recomputation.
-    assert isinstance(g["barriers_lowered"], int) and isinstance(g["barriers_compiled"], int)
     # A scanned stack: the checkpointed body saves temporary memory.
     scan = g["scan_remat"]
     assert scan["True"] < scan["False"], scan
     assert g["scan_temp_after"] == format_bytes(scan["True"])
-
-
-def test_thread_19822(book):
-    """jax-ml/jax#19822's network: a checkpoint around the whole function recomputes
-    the forward pass and saves no temporaries; on XLA:CPU neither does one per layer."""
-    g = glued(book, "scaling")
-    (t_plain, f_plain), (t_whole, f_whole), (t_layer, f_layer) = (
-        g["thread_19822"][k] for k in ("no checkpoint", "whole function", "each layer")
-    )
-    n = 2048
-    # Three layers' matmuls, 2 n^3 each, forward, and the input's gradient through
-    # each (one more matmul per layer) backward.
-    assert f_plain >= 2 * 3 * 2 * n**3
-    assert f_whole > f_plain and f_layer > f_plain
-    assert t_whole >= t_plain and t_layer >= t_plain
-    assert g["thread_whole"] == format_bytes(t_whole)
-    assert g["thread_plain"] == format_bytes(t_plain)
-    assert g["thread_layer"] == format_bytes(t_layer)
 
 
 def test_fsdp_remat_on_the_gpt(book):
@@ -297,13 +262,18 @@ def test_fsdp_remat_on_the_gpt(book):
     assert after == {"forward": LAYERS * 6 + 3, "backward": LAYERS * 6}
     assert g["fsdp_remat_bwd"] == str(after["backward"])
     assert g["fsdp_plain_peak"] == format_bytes(g["big_table"]["FSDP"]["peak"])
+    # The same step with the blocks as a scan: lower, and lowest checkpointed.
+    peaks = g["fsdp_scan_peaks"]
+    assert peaks["loop"] == g["big_table"]["FSDP"]["peak"]
+    assert peaks["scan, remat"] < peaks["scan"] < peaks["loop"] < peaks["loop, remat"]
+    assert g["fsdp_scan_remat_peak"] == format_bytes(peaks["scan, remat"])
 
 
 def test_created_sharded(book):
     """A layer born under the FSDP rules, and what an initialiser costs per device:
     an eighth with today's random-number generator, more than the whole matrix in
-    temporaries with the old one (jax-ml/jax#19893); zeros with out_shardings, an
-    eighth and no temporaries (jax-ml/jax#14075)."""
+    temporaries with the old one (jax-ml/jax#19893); jnp.zeros given the sharding,
+    an eighth on each device (jax-ml/jax#14075)."""
     g = glued(book, "scaling")
     assert g["born_layout"] == ("W_up[I_{data,model}, J]", (WIDTH // 8, 4 * WIDTH))
     whole = 4 * 4096 * 4096  # the 4096 x 4096 float32 matrix
@@ -312,9 +282,7 @@ def test_created_sharded(book):
     assert one_out == whole and out == whole // 8
     assert one_temp > temp > 0
     assert mem["old generator"][1] > whole
-    assert mem["zeros, one device"][0] == whole
-    assert mem["zeros, 8 devices"] == [whole // 8, 0]
-    assert g["born_out"] == g["zeros_piece"] == format_bytes(whole // 8)
+    assert g["born_out"] == format_bytes(whole // 8)
     assert g["born_temp"] == format_bytes(temp)
     assert g["old_temp"] == format_bytes(mem["old generator"][1])
     # jnp.zeros(..., device=sharding) outside jit: the rows split over all 8 devices.
@@ -326,26 +294,10 @@ def test_eval_shape_shardings(book):
     sharding where tracing alone knows it (jax-ml/jax#19656)."""
     specs = glued(book, "scaling")["eval_shape_specs"]
     assert specs == {
-        "constraint inside, Auto": "None",
-        "out_shardings": "P('data', 'model')",
-        "reshard, Explicit": "P('data', 'model')",
+        "eval_shape, constraint": "None",
+        "eval_shape, out_shardings": "P('data', 'model')",
         "compiled, constraint": "P('data', 'model')",
     }
-
-
-def test_flop_counting(book):
-    """cost_analysis: a matmul is 2 m n k; a scan's body is counted once
-    (jax-ml/jax#18672, #20184)."""
-    g = glued(book, "scaling")
-    hand = 2 * 256**3
-    seen = g["flops_seen"]
-    one = seen["1 layer, unrolled"]
-    assert hand <= one < 1.01 * hand
-    assert seen["8 layers, unrolled"] == 8 * one
-    assert seen["1 layer, scan"] == seen["8 layers, scan"] == one
-    assert g["matmul_hand"] == f"{hand:,}"
-    extra = one - hand  # the tanh's, if any
-    assert g["tanh_flops"] == (f"adds {extra:,.0f} FLOPs" if extra else "adds no FLOPs")
 
 
 def test_checkpoint_policies(book):
@@ -378,7 +330,6 @@ def test_checkpoint_across_meshes(book):
     }
     assert g["restored_on4"] == ("W_up[I_data, J_model]", 4, True)
     assert g["steps"] == 8
-    assert g["o0_same"] is True
 
 
 def test_figures(book):
@@ -396,7 +347,7 @@ def test_fsdp_weights_gathered_again(book):
     )
     assert regather["True"] == (
         ["the argument ws[0]", "the argument ws[1]"],
-        {"forward": 1, "backward": 2},
+        {"forward": 2, "backward": 2},
     )
 
 
@@ -407,16 +358,10 @@ def test_replicated_and_split_arrays_restore_together(book):
     assert g["count_restored"] == ("P()", DATA * MODEL, g["steps"])
 
 
-def test_scan_remat_compared_with_the_plain_loop(book):
-    """The checkpointed scan's temporaries against the plain loop's without remat: the
-    phrase the prose uses says which is smaller, as the glued byte counts do."""
+def test_data_parallel_factor_is_a_range(book):
     g = glued(book, "scaling")
-    plain = g["deep"]["False"][0]
-    scan_remat = g["scan_remat"]["True"]
-    assert g["scan_vs_plain"] == ("less than" if plain < scan_remat else "no less than")
     # The data-parallel factor as a range: halving its all-reduce can only shrink it.
     assert 1 < float(g["tp_vs_dp_low"]) <= float(g["tp_vs_dp"])
-    assert g["tanh_transcendentals"] == f"{256 * 256:,}"
 
 
 def test_donation_of_the_training_state(book):
@@ -435,11 +380,6 @@ def test_donation_of_the_training_state(book):
     assert 0 < kept["peak"] - donated["peak"] < state / 2
     assert g["donation_saves"] == format_bytes(kept["peak"] - donated["peak"])
     assert kept["counts"] == donated["counts"] == {"all-reduce": 1}
-    # The buffer assignment of the step that does not donate: every result of its
-    # one all-reduce (each parameter's gradient and the loss) in an output buffer,
-    # and a value written there after it.
-    assert g["summed_in_outputs"] == int(g["n_arrays"]) + 1
-    assert g["summed_then"] >= 1
 
 
 def test_zero_stages(book):
@@ -502,20 +442,14 @@ def test_free_output_layouts_waste_the_donation(book):
 
 
 def test_fsdp_tp_mix(book):
-    """How to Scale Your Model's X_opt = sqrt(B N / F) for the 100x model, the
-    compiled FSDP + TP steps on 2 x 4 and 4 x 2 and the FSDP step (X = 8) ranked as
-    its formula, and its combined condition B / N > 4 alpha^2 / (M_X M_Y F)."""
+    """How to Scale Your Model's X_opt = sqrt(B N / F) for the 100x model, and the
+    compiled FSDP + TP (X = 2) and FSDP (X = 8) steps ranked as its formula."""
     g = glued(book, "scaling")
     tokens, f, n = BATCH * SEQ, 4 * 10 * WIDTH, DATA * MODEL
     assert g["x_opt"] == f"{(tokens * n / f) ** 0.5:.2f}"
-    formula = {f"{x} x {n // x}": f * x / n + tokens / x for x in (2, 4, 8)}
+    formula = {str(x): f * x / n + tokens / x for x in (2, 8)}
     assert g["mix_table"]["formula"] == pytest.approx(formula)
     sent = g["mix_table"]["sent"]
-    assert sorted(sent, key=sent.get) == sorted(formula, key=formula.get)
-    assert g["mix_best"] == "2 x 4"
-    assert sent["2 x 4"] == g["big_table"]["FSDP + TP"]["sent"]
-    assert sent["8 x 1"] == g["big_table"]["FSDP"]["sent"]
-    alpha = V5E.flops("bf16") / LINK
-    assert g["mix_need"] == f"{4 * alpha**2 / f:,.0f}"
-    assert g["mix_need_now"] == f"{4 * alpha**2 / (4 * WIDTH):,.0f}"
-    assert 4 * alpha**2 / f > tokens / n
+    assert sent["2"] == g["big_table"]["FSDP + TP"]["sent"]
+    assert sent["8"] == g["big_table"]["FSDP"]["sent"]
+    assert g["mix_best"] == "X = 2" and sent["2"] < sent["8"]
