@@ -263,3 +263,14 @@ def test_control_flow_question_bank_answers(book):
     assert g["mask_shape_errors"] == sorted(["x[mask]", "x[mask] under jit", "x.at[mask].set(0.0)"])
     for thread in ("22045", "20399", "15906", "7329"):
         assert f"jax-ml/jax#{thread}" in text
+
+
+def test_solver_loop_in_one_program(book):
+    """jax#7550: one program for any number of Newton iterations, its temporaries the
+    Jacobian and a few arrays its size."""
+    from jaxguide.compiled import format_bytes
+
+    g = glued(book, "control_flow")
+    jac = (16 * 16) ** 2 * 4  # a (256, 256) float32 Jacobian, by hand
+    assert g["newton_jac"] == format_bytes(jac)
+    assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
