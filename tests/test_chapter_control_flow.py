@@ -273,3 +273,14 @@ def test_cost_analysis_counts_a_scan_body_once(book):
     assert hand <= one < 1.01 * hand
     assert seen["8 layers, unrolled"] == 8 * one
     assert seen["1 layer, scan"] == seen["8 layers, scan"] == one
+
+
+def test_solver_loop_in_one_program(book):
+    """jax#7550: one program for any number of Newton iterations, its temporaries the
+    Jacobian and a few arrays its size."""
+    from jaxguide.compiled import format_bytes
+
+    g = glued(book, "control_flow")
+    jac = (16 * 16) ** 2 * 4  # a (256, 256) float32 Jacobian, by hand
+    assert g["newton_jac"] == format_bytes(jac)
+    assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])

@@ -49,9 +49,27 @@ def test_the_download_is_the_profiled_trace(book):
     g = glued(book, CH)
     assert g["trace_ops_per_step"] == per_step[0] == len(ops) // 5
     assert g["ops_named"] == len(ops)
-    # jax.profiler.ProfileData, reading the .xplane.pb, finds the same operations,
-    # and no scope name among their stats.
-    assert int(g["pd_ops"]) == len(ops)
+    # An operation run lasts until the first "end: <op>" mark before its next run
+    # (or its own end, where it has none); the plain dots' events cover a share.
+    ops = sorted(ops, key=lambda o: o["ts"])
+    marks = {}
+    for e in events:
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith("end: "):
+            marks.setdefault(e["name"][5:], []).append(e["ts"])
+    done, marked = [], 0
+    for o in ops:
+        nxt = min(
+            [p["ts"] for p in ops if p["name"] == o["name"] and p["ts"] > o["ts"]], default=math.inf
+        )
+        mark = [t for t in marks.get(o["name"], []) if o["ts"] <= t < nxt]
+        marked += bool(mark)
+        done.append(max([o["ts"] + o["dur"], *mark[:1]]) - o["ts"])
+    assert g["end_marks"] == f"{marked} of {len(ops)}"
+    dots = [i for i, o in enumerate(ops) if o["name"].split(".")[0] == "dot"]
+    share = sum(ops[i]["dur"] for i in dots) / sum(done[i] for i in dots)
+    assert pct(g["dot_event_share"]) == pytest.approx(share, abs=0.006)
+    wall = sum(s["dur"] for s in steps)
+    assert float(g["op_over_wall"]) == pytest.approx(sum(done) / wall, abs=0.06)
     # The three files JAX 0.10.2 writes are listed.
     assert g["trace_files"] == sorted((".xplane.pb", ".trace.json.gz", "perfetto_trace.json.gz"))
 
@@ -73,14 +91,8 @@ def test_time_per_scope(book):
         flops[f"layer{i} forward"] = 2 * 512 * m * n
         flops[f"layer{i} backward"] = 2 * 512 * m * n * (1 if i == 0 else 2)
     assert g["phase_flops"] == flops
-    # No rate for a phase holding a plain dot (its event can end at dispatch):
-    # the backward passes, which hold the weight gradients.
-    dots = set(g["dot_phases"])
-    # A plain dot traced alone: its shortest event a share of the call that waited,
-    # no more than the median.
-    assert 0 <= pct(g["dot_event_share"]) <= pct(g["dot_event_median"]) < 1
-    assert {f"layer{i} backward" for i in range(3)} <= dots
-    rate = {k: flops[k] / per_phase[k] / 1e3 for k in flops if k not in dots}
+    # Every phase has a rate, from its operations' time until their end: marks.
+    rate = {k: flops[k] / per_phase[k] / 1e3 for k in flops}
     assert set(g["phase_rates"]) == set(rate)
     for k, v in rate.items():
         assert g["phase_rates"][k] == pytest.approx(v, rel=0.01, abs=0.1)
@@ -91,9 +103,10 @@ def test_time_per_scope(book):
     assert 0 < g["dw2_us"] <= per_phase["layer2 backward"]
     assert "ynn_fusion" in g["fused_matmuls"]
     assert g["dw_kinds"] == ["dot"]
-    # Every rate left is within twice the fastest product timed alone.
-    assert float(g["phase_rate_max"]) == pytest.approx(max(rate.values()), abs=0.1)
-    assert max(rate.values()) < 2 * float(g["phase_peak"]) + 0.1
+    # The products alone: the range of their rates, the fastest the peak.
+    low, high = g["alone_rate_range"].split(" to ")
+    assert float(low) <= float(high) == pytest.approx(float(g["phase_peak"]), abs=1)
+    assert float(g["step_over_products"]) > 0
     text = page_text(book, CH)
     assert "far below the" not in text
     assert "where the wide matmuls are YNNPACK fusions" not in text
@@ -139,7 +152,7 @@ def test_mixed_precision(book):
     assert int(g["mp_converts_other"]) + int(g["mp_converts_dot"]) == int(g["mp_converts"])
     assert g["mp_f32_precision"] == {"DEFAULT": int(g["mp_bwd_dots"])}
     # Weight gradients hold bfloat16 numbers; biases (added in float32) do not.
-    assert g["mp_grad_bf16"] == [[True, False]] * (len(SIZES) - 1)
+    assert g["mp_grad_bf16"] == f"{len(SIZES) - 1} of {len(SIZES) - 1}"
     assert "for the forward and backward passes" not in text
     assert "bfloat16 compute, float32" not in text
     # The memory: the recipe's float32 tanh and JAX's converts, not XLA:CPU alone.
@@ -265,18 +278,6 @@ def test_figures_have_alt_text(book):
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
 
 
-def test_loss_curves_step_count(book):
-    """The cast-before-tanh prose names the glued number of steps and rows the loss
-    curves train on; the page says which programs it compiles at LLVM level 0."""
-    g = glued(book, CH)
-    text = page_text(book, CH)
-    steps, rows = g["mp_steps"], g["mp_rows"]
-    assert g["act_steps"] == steps
-    assert 0 < rows < 512  # the batch's first rows
-    assert f"over the same {steps} steps, on the same {rows} rows" in text
-    assert "only reads or runs once at level 0" in text
-
-
 def test_collective_matmul_roofline(book):
     """The prediction for published hardware: the permute of one bf16 [64, 256] block
     over one link against the block matmul, and the F/n at which the permute hides."""
@@ -299,56 +300,34 @@ def test_collective_matmul_roofline(book):
     for key, value in need.items():
         shown = g[key]
         assert shown == f"{value:,.0f}", key
+        # A float32 running sum (the reduce-scatter ring's acc): 4 bytes, twice the bar.
+        assert g[f"{key}_f32"] == f"{2 * value:,.0f}", key
     assert g["cm_fn"] == 64 and g["cm_n_dev"] == "8"
-
-
-def test_bf16_activations_recipe(book):
-    """The cast before tanh: autodiff keeps bfloat16 activations, less than the float32
-    step; the loss stays close to float32's; XLA:CPU still widens (more temporaries)."""
-    g = glued(book, CH)
-    kept = g["kept_by"]
-    # By hand: two [512, 512] bf16 activations and their tanh derivative's bf16 sub, the
-    # bf16 copies of x and the three weights (512 rows, as the page's batch).
-    bf16 = 2 * (512 * 256 + WEIGHT_ELEMS + 4 * 512 * 512)
-    assert kept["cast before tanh"]["bf16"] == bf16
-    assert format_bytes(sum(kept["cast before tanh"].values())) == g["act_kept"]
-    assert format_bytes(kept["cast before tanh"].get("f32", 0)) == g["act_kept_f32"]
-    assert format_bytes(sum(kept["float32 step"].values())) == g["kept_f32_total"]
-    assert format_bytes(sum(kept["mixed step"].values())) == g["kept_mixed_total"]
-    assert "bf16" not in kept["float32 step"]
-    assert g["act_wide"][1] > 0
-    # Its temporaries lie between the float32 step's and the mixed step's.
-    assert len({g["act_tmp"], g["train_tmp_f32"], g["train_tmp_mp"]}) == 3
-
-
-def test_roofline_exercise(book):
-    """The exercise: at F/n = 1024 the permutes are exposed on both chips, at 8192 hidden,
-    at the FLOP rate alone; with the HBM term (bracketed) the H100's hides at 1024."""
-    g = glued(book, CH)
-    roof = g["ex_roof"]
-    assert {k: v[:2] for k, v in roof.items()} == {
-        "1024 TPU v5e": ["exposed", "exposed"],
-        "1024 H100 SXM": ["exposed", "hidden"],
-        "8192 TPU v5e": ["hidden", "hidden"],
-        "8192 H100 SXM": ["hidden", "hidden"],
-    }
-    # By hand, for F/n = 1024 on the H100: 2 * 1024 * 1024 * 1024 FLOPs at 9.89e14 per
-    # second; 2,621,440 bytes read and written at 3.35e12 B/s.
-    hbm = 2 * (128 * 1024 + 1024 * 1024 + 128 * 1024)
-    assert g["ex_hbm_bytes"] == f"{hbm:,}" == "2,621,440"
-    t_mm, t_with_hbm = roof["1024 H100 SXM"][2:]
-    assert t_mm == pytest.approx(2 * 128 * 1024 * 1024 / 9.89e14 * 1e6, abs=0.01)
-    assert t_with_hbm == pytest.approx(hbm / 3.35e12 * 1e6, abs=0.01)
 
 
 def test_bf16_weights_float32_gradients(book):
     """jax#30337: differentiating at a float32 copy of bfloat16 weights gives float32
-    gradients, twice the bytes of the bfloat16 weights the function is passed."""
+    gradients; at the weights themselves, bfloat16."""
     g = glued(book, CH)
     assert g["bf16w_dtypes"] == ["bfloat16", "float32"]
-    w16 = (WEIGHT_ELEMS + sum(SIZES[1:])) * 2  # weights and biases, by hand
-    assert g["bf16w_weights"] == format_bytes(w16)
-    assert g["bf16w_out"] == format_bytes(2 * w16)
+    assert "grads_in_f32" in page_text(book, CH)
+
+
+def test_nnx_linear_mixed_precision(book):
+    """nnx.Linear(dtype=bfloat16, param_dtype=float32) is the bfloat16-results recipe:
+    the same dots lowered and compiled, the same bytes kept and temporaries."""
+    g = glued(book, CH)
+    dots = g["nnx_mp_dots"]
+    assert dots["nnx.Linear"] == dots["bfloat16 results"]
+    # Eight bf16 dots handed to XLA (three forward, five backward), compiled as f32.
+    assert dots["nnx.Linear"]["lowered"] == {"bf16 x bf16 -> bf16": 8}
+    assert set(dots["nnx.Linear"]["compiled"]) == {"f32"}
+    assert g["nnx_mp_same"] == g["train_tmp_out"]
+    kept = g["kept_by"]
+    assert kept["nnx.Linear"] == kept["bfloat16 results"]
+    assert format_bytes(sum(kept["float32 step"].values())) == g["kept_f32_total"]
+    assert format_bytes(sum(kept["mixed step"].values())) == g["kept_mixed_total"]
+    assert "bf16" not in kept["float32 step"]
 
 
 def test_multisteps(book):
@@ -374,15 +353,6 @@ def test_multisteps(book):
     # The total grows less than the batch; a temporaries-only ratio is not the headline.
     assert totals[1024] < 4 * totals[256]
     assert "times the\ntemporaries of a call" not in book.page(CH)
-
-
-def test_solver_loop_in_one_program(book):
-    """jax#7550: one program for any number of Newton iterations, its temporaries the
-    Jacobian and a few arrays its size."""
-    g = glued(book, CH)
-    jac = (16 * 16) ** 2 * 4  # a (256, 256) float32 Jacobian, by hand
-    assert g["newton_jac"] == format_bytes(jac)
-    assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
 
 
 def test_names_inside_loops(book):
@@ -413,16 +383,16 @@ def test_level0_and_no_reviewer_hedges(book):
 
 
 def test_nnx_overhead(book):
-    """flax#4045: one NNX step called three ways computes the same thing; nnx.jit is
-    the slowest and makes the most calls into Flax, jax.jit on the split state the
-    fastest with none into its graph code."""
+    """flax#4045: one NNX step called two ways computes the same thing; nnx.jit is
+    the slower and makes more calls into Flax, jax.jit on the split state none into
+    its graph code."""
     g = glued(book, CH)
     assert g["nnx_same_steps"] is True
     # Counted by hand: three Linear layers (kernel and bias each), Adam's two moments
     # for each of those 6, Adam's step count and the optimizer's own.
     assert g["nnx_arrays"] == 3 * 2 + 2 * 3 * 2 + 2
     losses = g["nnx_losses"]
-    ways = ["nnx.jit", "nnx.cached_partial", "jax.jit on nnx.split"]
+    ways = ["nnx.jit", "jax.jit on nnx.split"]
     assert list(losses) == ways
     assert len({tuple(values) for values in losses.values()}) == 1
     first = [float(v) for v in losses["nnx.jit"]]
@@ -438,10 +408,9 @@ def test_nnx_overhead(book):
         int(g["nnx_flax_calls"].replace(",", "")),
         int(g["nnx_graph_calls"].replace(",", "")),
     )
-    assert counted["nnx.cached_partial"][1] == int(g["nnx_cached_graph_calls"].replace(",", ""))
     split = counted["jax.jit on nnx.split"]
     assert split == (int(g["nnx_split_calls"].replace(",", "")), 0)
-    assert counted["nnx.jit"] > counted["nnx.cached_partial"] > split
+    assert counted["nnx.jit"] > split
 
 
 def test_the_cures_run(book):
@@ -464,17 +433,12 @@ def test_the_cures_run(book):
 
 
 def test_review34_fixes(book):
-    """The profiler's default level, the page's step time, the dot-algorithm preset
-    and the reduced/unreduced accumulation (its error is the build's claim)."""
-    import jax
-
+    """The page's step time; the review-39 cuts leave their sections' answers."""
     g = glued(book, CH)
-    default = jax.profiler.ProfileOptions().python_tracer_level
-    assert int(g["python_tracer_default"]) == default
-    assert int(g["python_calls_default"]) == g["python_calls"][default]
     assert float(g["step_ms_best"]) > 0
-    # XLA:CPU ignores BF16_BF16_F32: float32 accuracy, far below one bf16 pass.
-    assert float(g["preset_err"]) < 1e-3 < float(g["precision_pass_err"])
+    text = page_text(book, CH)
+    assert "copied it and printed" not in text
+    assert "lists `0` as the" not in text
 
 
 def test_profile_reading_tightened(book):
@@ -482,11 +446,14 @@ def test_profile_reading_tightened(book):
     count), the profiler's options and memory."""
     g = glued(book, CH)
     assert list(g["alone_kinds"]) == [
+        "layer0 forward",
         "layer0 weight gradient",
-        "layer1 weight gradient",
-        "layer2 weight gradient",
         "layer1 forward",
+        "layer1 weight gradient",
+        "layer1 input gradient",
         "layer2 forward",
+        "layer2 weight gradient",
+        "layer2 input gradient",
     ]
     assert g["alone_fwd_kind"] == g["alone_kinds"]["layer2 forward"]
     # What XLA:CPU compiled them to, as the page reads each program's entry
@@ -502,29 +469,13 @@ def test_profile_reading_tightened(book):
     assert "1 microbatches" not in text and "1 iterations" not in text
 
 
-def test_gpu_flags_and_pgle(book):
-    """The GPU flags the page names are in this jaxlib's XLA; PGLE is a JAX option,
-    off by default."""
-    import jax
-
-    g = glued(book, CH)
-    assert int(g["gpu_flags_known"]) == 6
-    assert g["pgle_default"] is jax.config.jax_enable_pgle is False
-    text = page_text(book, CH)
-    for name in ("JAX_ENABLE_PGLE", "combine_threshold_bytes", "windowed_einsum"):
-        assert name in text, name
-
-
 def test_persistent_cache_and_levels(book):
-    """The persistent cache keeps this quick compile only with the minimum lowered;
-    JAX's public switches for the optimisation level."""
+    """The persistent cache's default minimum; JAX's public switches for the
+    optimisation level."""
     import jax
 
     g = glued(book, CH)
     assert float(g["cache_min_default"]) == jax.config.jax_persistent_cache_min_compile_time_secs
-    # At the default minimum, a program is kept only if it compiled that long.
-    slow = float(g["cache_compile_ms"]) >= 1e3 * float(g["cache_min_default"])
-    assert int(g["cache_files_default"]) == int(slow)
     assert g["jax_opt_level"] == jax.config.jax_optimization_level
 
 
@@ -533,8 +484,7 @@ def test_runtime_overlap_and_review_fixes(book):
     schedule), the memory table's units, the retired sentences."""
     g = glued(book, CH)
     text = page_text(book, CH)
-    # The larger trace counts devices of the page's mesh.
-    assert int(g["cm_big_overlap_devices"]) <= int(g["cm_n_dev"]) == 8
+    assert int(g["cm_n_dev"]) == 8
     assert "the schedule has no window" not in text
     assert "thunk_executor.cc" in bookcheck.parsed_page(book, CH).decode()
     # The float32 step's temporaries, by hand: that many f32 [4096, 512] buffers.
