@@ -81,3 +81,15 @@ def test_measured_names_the_chips_it_has():
         hardware.measured("TPU v5e")
     with pytest.raises(TypeError):
         hardware.measured(5)  # type: ignore[arg-type]
+
+
+def test_scoped_vmem_limits_are_sourced_and_below_vmem():
+    # every TPU has an entry; each known limit has its report and fits in VMEM
+    tpus = [n for n in hardware.names() if n.startswith("TPU")]
+    assert set(hardware.TPU_SCOPED_VMEM) == set(tpus)
+    for name, limit in hardware.TPU_SCOPED_VMEM.items():
+        if limit is None:
+            assert name not in hardware.SCOPED_VMEM_REPORTS
+            continue
+        assert hardware.SCOPED_VMEM_REPORTS[name].startswith("https://github.com/")
+        assert 0 < limit <= hardware.chip(name).onchip_bytes

@@ -27,7 +27,17 @@ from types import MappingProxyType
 
 from jaxguide import _checks
 
-__all__ = ["CHIPS", "MEASURED", "Chip", "Measured", "chip", "measured", "names"]
+__all__ = [
+    "CHIPS",
+    "MEASURED",
+    "SCOPED_VMEM_REPORTS",
+    "TPU_SCOPED_VMEM",
+    "Chip",
+    "Measured",
+    "chip",
+    "measured",
+    "names",
+]
 
 #: Where the figures come from.
 SCALING_BOOK_TPUS = "https://jax-ml.github.io/scaling-book/tpus/"
@@ -213,6 +223,23 @@ CHIPS: MappingProxyType[str, Chip] = MappingProxyType(
             _hopper("H200", 141 * _GIB, 4.8e12, H200_DATASHEET),
         )
     }
+)
+
+
+#: The TPU compiler's default *scoped* VMEM limit: what one kernel may use unless it asks
+#: for more (``vmem_limit_bytes``). JAX's sources do not state it; each figure is the
+#: limit a compiler refusal on that chip quotes, with the report that quotes it. None
+#: where no public report was found (the v5p).
+SCOPED_VMEM_REPORTS = {
+    # "Used 59.79M of 16.00M vmem" on a v4-64
+    "TPU v4": "https://github.com/haoliuhl/ringattention/issues/11",
+    # "Scoped allocation with size 31.07M and limit 16.00M" on a v5litepod-8
+    "TPU v5e": "https://github.com/pytorch/xla/issues/6611",
+    # "Scoped allocation with size 37.22M and limit 32.00M" on tpu6e and tpu7x
+    "TPU v6e": "https://github.com/vllm-project/tpu-inference/pull/3407",
+}
+TPU_SCOPED_VMEM: MappingProxyType[str, int | None] = MappingProxyType(
+    {"TPU v4": 16 * _MIB, "TPU v5e": 16 * _MIB, "TPU v5p": None, "TPU v6e": 32 * _MIB}
 )
 
 
