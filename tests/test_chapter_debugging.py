@@ -7,9 +7,16 @@ import re
 
 import pytest
 
-from bookcheck import ROOT, VERDICT, errors, glued, page_text
+from bookcheck import VERDICT, errors, glued
 
 pytestmark = pytest.mark.book
+
+
+def whole(value):
+    """A glued '1,234' (it may read back as the tuple (1, 234)) as an int."""
+    if isinstance(value, tuple):
+        return int(str(value[0]) + "".join(f"{x:03d}" for x in value[1:]))
+    return int(str(value).replace(",", ""))
 
 
 def test_printing_and_callbacks(book):
@@ -45,11 +52,6 @@ def test_printing_and_callbacks(book):
     # the forward loop again, so twice as many calls.
     assert g["loop_steps"] == 2 * 3
     assert g["loop_remat"] == 2 * g["loop_steps"]
-    # A print adds one equation to the jaxprs of jvp and grad and moves no other:
-    # last under jvp (sin, cos, 3 products, integer_pow, then the print), before the
-    # backward pass's two products under grad.
-    assert g["print_keeps_order"] == {"jvp": True, "grad": True}
-    assert g["print_position"] == {"jvp": 6, "grad": 4}
 
 
 def test_errors_are_the_ones_the_prose_names(book):
@@ -60,7 +62,6 @@ def test_errors_are_the_ones_the_prose_names(book):
         "FloatingPointError",
         "JaxRuntimeError",
         "KeyReuseError",
-        "UnexpectedTracerError",
         "UserWarning",
         "JaxRuntimeError",
     ]
@@ -70,11 +71,10 @@ def test_errors_are_the_ones_the_prose_names(book):
     assert "invalid value (nan) encountered in mul" in raised[1].message
     assert "out-of-bounds indexing" in raised[2].message
     assert "already consumed" in raised[3].message
-    assert "A function transformed by JAX had a side effect" in raised[4].message
     # The unusable donation, turned into an error by a warnings filter.
-    assert raised[5].message.startswith("Some donated buffers were not usable: float32[512,512]")
+    assert raised[4].message.startswith("Some donated buffers were not usable: float32[512,512]")
     # One array passed twice, once donated (jax#9635): refused, no longer a hang.
-    assert "previously donated" in raised[6].message
+    assert "previously donated" in raised[5].message
 
 
 def test_nan_checker_under_jit_sees_outputs_only(book):
@@ -102,14 +102,13 @@ def test_leaked_tracer(book):
     # held by a closure that is gone; then the report fails with an IndexError
     # (jax-ml/jax#26560). Each traceback still points at the leaking jit call.
     leaks = g["leak_indexerror"]
-    for name in ("no_closure", "live_closure"):
-        raised, link, at = leaks[name]
-        assert raised.startswith("Exception: Leaked trace DynamicJaxprTrace")
-        assert link == "<DynamicJaxprTracer> is referred to by <Model>.last_input"
-        assert at[-1].startswith("return jax.jit(model.apply)(")
+    raised, link, at = leaks["live_closure"]
+    assert raised.startswith("Exception: Leaked trace DynamicJaxprTrace")
+    assert link == "<DynamicJaxprTracer> is referred to by <Model>.last_input"
+    assert at[-1].startswith("return jax.jit(model.apply)(")
     raised, link, at = leaks["dropped_closure"]
+    assert raised == "IndexError: list index out of range" and link is None
     assert at[-1] == "return jax.jit(model.apply)(xs[0])"
-    assert g["python_version"].startswith("3.")  # the prose names the Python it ran on
 
 
 def test_checkify_disable_jit_and_out_of_bounds(book):
@@ -130,7 +129,6 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
     assert checks["RebuiltByInit"] == (
         "ValueError: Cannot abstractly evaluate a checkify.check which was not functionalized"
     )
-    assert checks["made inside"].startswith("empty interval: 3.0 > 1.0")
     assert g["unsafe_grad"] == "nan"  # the gradient of the "safe" sqrt at 0
     assert g["fixed_grads"] == (0.0, 0.25)  # 1 / (2 sqrt 4)
     # The default modes, read from the jaxprs, with what each did to index 10:
@@ -160,11 +158,6 @@ def test_recompilation_traps(book):
         "jit once": 1,
     }
     assert g["soften"] == {"stale": [2.0, 4.0], "new shape": [1.0, 2.0, 3.0]}
-    # A static self is hashed by identity: stale; a pytree self is traced.
-    assert g["scalers"] == {
-        "Scaler": ([2.0, 4.0, 6.0], [2.0, 4.0, 6.0], 1),
-        "PytreeScaler": ([2.0, 4.0, 6.0], [3.0, 6.0, 9.0], 1),
-    }
     # Three new lengths, then two new powers: 5 traces.
     assert g["moment_traces"] == [((10,), 2), ((11,), 2), ((12,), 2), ((12,), 3), ((12,), 4)]
     # explain_cache_misses: 4 calls, 3 misses, each with its reason.
@@ -173,8 +166,6 @@ def test_recompilation_traps(book):
     assert "never seen function" in logs[0]
     assert "now f32[13] and before f32[12]" in logs[1]
     assert "Static(val=4) and before" in logs[2]
-    hint = " ".join(g["lambda_miss_log"].split())  # the log wraps its lines
-    assert "maybe the function is being re-defined repeatedly" in hint
     # log_compiles: exactly one compilation of moment for the new shape.
     assert sum("Compiling jit(moment)" in line for line in g["compile_logs"]) == 1
     assert re.fullmatch(VERDICT, g["recompile_cost"]), g["recompile_cost"]
@@ -218,7 +209,6 @@ def test_nnx_objects_closed_over_by_jit(book):
     }
     assert re.fullmatch(r"\d+\.\d+\.\d+", g["flax_version"])
     fixes = g["nnx_fixes"]
-    assert fixes["nnx.jit"] == fixes["split/merge"]
     # Recomputed here: x = ones((4, 2)), y = 0, so every row predicts p = w0 + w1 + b,
     # the loss is p**2 and one SGD step (0.1) takes 0.2 p from w0, w1 and b: p -> 0.4 p.
     (w0, w1), b = fixes["start"]
@@ -248,89 +238,29 @@ def test_donation_saves_the_parameters(book):
     assert raised.startswith("RuntimeError: Array has been deleted") and deleted is True
 
 
-def test_compiled_program(book):
-    g = glued(book, "debugging")
-    matmul = 2 * 128 * 256 * 512
-    elementwise = 128 * 512
-    # The matmul's FLOPs plus a few per element for the GELU, and no more.
-    assert matmul < g["flops"] < matmul + 20 * elementwise
-    assert g["flops_text"] == f"{g['flops']:,}"
-    assert isinstance(g["n_stablehlo_ops"], int) and isinstance(g["n_fusions"], int)
-    n = g["n_fusions"]
-    assert g["fusions_text"] == f"{n} fusion" + ("" if n == 1 else "s")
-    # The fusion the prose names holds the GELU's tanh and the dot; its kind is kCustom
-    # exactly when it is a YNNPACK fusion (CPU-only), which numpy explains.
-    assert g["gelu_fusion"] != "(none)"
-    text = page_text(book, "debugging")
-    # YNNPACK is explained once, in numpy; here a link to it (issue 29, "said once").
-    assert "xla_cpu_experimental_ynn_fusion_type" not in text
-    src = (ROOT / "book" / "debugging.md").read_text()
-    assert "{ref}`numpy-speed`" in src
-    # The compiled executable refuses another shape instead of recompiling.
-    assert g["other_shape"].startswith(
-        "Argument 'x' compiled with float32[128,256] and called with float32[64,256]"
-    )
-
-
-def test_remat_saves_memory(book):
-    import jax
-    import jax.numpy as jnp
-
-    from jaxguide.compiled import analyze
-
-    g = glued(book, "debugging")
-
-    # Independent: compile the two gradients again here and compare temporaries.
-    def layer(x, w):
-        h = jnp.tanh(x @ w)
-        return jnp.sin(h) * jnp.exp(-h)
-
-    def loss(ws, x, layer_fn):
-        for w in ws:
-            x = layer_fn(x, w)
-        return jnp.sum(x)
-
-    ws = [jnp.full((256, 256), 0.01) for _ in range(8)]
-    xb = jnp.ones((512, 256))
-    grad_fn = jax.jit(jax.grad(loss), static_argnums=2)
-    plain = analyze(grad_fn, ws, xb, layer).temp_bytes
-    remat = analyze(grad_fn, ws, xb, jax.checkpoint(layer)).temp_bytes
-    assert g["remat_saved_bytes"] == plain - remat > 0
-    # In a scan, the checkpoint recomputes the forward matmul (one more than without).
-    # The prose counts 1 forward + 2 gradient matmuls per layer, + 1 recomputed.
-    assert g["scan_dots_remat"] == g["scan_dots_plain"] + 1
-
-
 def test_cost_analysis_before_and_after_optimization(book):
     """jax#13956: the lowered program counts x @ w twice, the compiled one once (plus
     the 64 x 64 sum either way)."""
     g = glued(book, "debugging")
-
-    def whole(value):  # a glued '1,234' may read back as the tuple (1, 234)
-        if isinstance(value, tuple):
-            return int(str(value[0]) + "".join(f"{x:03d}" for x in value[1:]))
-        return int(str(value).replace(",", ""))
 
     # The lowered count holds the product twice: the difference is one x @ w.
     assert whole(g["flops_lowered"]) - whole(g["flops_compiled"]) == 2 * 64**3
     assert whole(g["flops_compiled"]) == 2 * 64**3 + 64**2
 
 
-def test_loop_update_in_place(book):
-    """jax-ml/jax#40101: on this jaxlib the one-value update in a fori_loop is done in
-    place; the time per step does not grow with the loop's length."""
+def test_loop_and_cumsum_counts(book):
+    """jax-ml/jax#13956's loop: the same FLOPs before and after, fewer bytes after
+    fusion; jax-ml/jax#19296: cumsum charged n (n - 1) before compiling."""
     g = glued(book, "debugging")
-    version = tuple(int(p) for p in str(g["loop_jax"]).split(".")[:3])
-    assert version < (0, 11, 1)  # before the regression the thread reports
-    assert float(g["loop_step_ratio"]) > 0
-    assert g["loop_copies"] == {50_000: 0, 200_000: 0}
+    n, steps = 1024, 100
+    assert whole(g["loop_flops"]) == 3 * steps * n
+    # lowered: each add reads two 4-byte arrays and writes one; compiled: 4 in, 1 out
+    assert whole(g["loop_bytes_lowered"]) == 3 * steps * 3 * 4 * n
+    assert whole(g["loop_bytes_compiled"]) == 5 * 4 * n
+    assert whole(g["cumsum_before"]) == n * (n - 1)
+    assert whole(g["cumsum_after"]) < n * (n - 1) / 10
 
 
-def test_sum_and_cumsum_counts(book):
-    """jax-ml/jax#19296: the prose's counts are the claim's, and n (n - 1) by hand."""
-    g = glued(book, "debugging")
-    n = 1024
-    _, before, after, windows = g["cumsum_flops"]["cumsum"]
-    assert g["cumsum_before"] == f"{n * (n - 1):,}" == f"{before:,.0f}"
-    assert g["cumsum_after"] == f"{after:,.0f}"
-    assert g["cumsum_windows"] == str(windows)
+def test_vmapped_print_is_unrolled(book):
+    """One debug_print equation per example of the batch."""
+    assert glued(book, "debugging")["unrolled_prints"] == {10: 10, 100: 100}
