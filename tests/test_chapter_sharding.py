@@ -153,18 +153,20 @@ def test_sharding_timing_glued(book):
     text = page_text(book, "sharding")
     g = glued(book, "sharding")
     assert re.search(rf"share its {g['shard_cores']} CPU cores", text)
-    for key in ("weak_8_vs_1", "weak_8_vs_alone"):
+    # jax-ml/jax#21411: 2 devices (no core shared on 2 cores) and 8, each verdict
+    # read from the medians the table prints; no reading of the remainder.
+    for key in ("weak_2_vs_1", "weak_8_vs_1", "weak_8_vs_alone", "weak_call_8_vs_1"):
         assert re.fullmatch(VERDICT, g[key]) and g[key] in text, key
-    # The fixed cost and the gap are microseconds, and the reading printed follows
-    # the measurement's direction.
-    gap, fixed = float(g["weak_gap_us"]), float(g["weak_fixed_us"])
-    assert g["weak_reading"] in text
-    if gap <= 0 or fixed <= 0:
-        assert "does not separate" in g["weak_reading"]
-    elif fixed >= 0.8 * gap:
-        assert "most of the gap" in g["weak_reading"]
-    else:
-        assert f"only {100 * fixed / gap:.0f}%" in g["weak_reading"]
+    assert "weak_reading" not in g and "2 devices, 100 each" in text
+
+
+def test_sharding_explicit_constraint_asserts(book):
+    """with_sharding_constraint on Explicit axes checks the type (an AssertionError
+    on a mismatch) rather than moving data."""
+    text = page_text(book, "sharding")
+    g = glued(book, "sharding")
+    assert "acts as an assert" in g["wsc_error"]
+    assert "AssertionError" in text and "get_abstract_mesh" in text
 
 
 def test_sharding_returned_and_pytree(book):
