@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from bookcheck import VERDICT, errors, glued
@@ -62,6 +63,7 @@ def test_errors_are_the_ones_the_prose_names(book):
         "FloatingPointError",
         "JaxRuntimeError",
         "KeyReuseError",
+        "ValueError",
         "UserWarning",
         "JaxRuntimeError",
     ]
@@ -71,10 +73,12 @@ def test_errors_are_the_ones_the_prose_names(book):
     assert "invalid value (nan) encountered in mul" in raised[1].message
     assert "out-of-bounds indexing" in raised[2].message
     assert "already consumed" in raised[3].message
+    # (3,) against (3, 1) under jax_numpy_rank_promotion="raise".
+    assert "(3,) (3, 1)" in raised[4].message
     # The unusable donation, turned into an error by a warnings filter.
-    assert raised[4].message.startswith("Some donated buffers were not usable: float32[512,512]")
+    assert raised[5].message.startswith("Some donated buffers were not usable: float32[512,512]")
     # One array passed twice, once donated (jax#9635): refused, no longer a hang.
-    assert "previously donated" in raised[5].message
+    assert "previously donated" in raised[6].message
 
 
 def test_nan_checker_under_jit_sees_outputs_only(book):
@@ -98,17 +102,6 @@ def test_leaked_tracer(book):
     first, *referrers = g["leak_report"]
     assert first.startswith("Leaked trace DynamicJaxprTrace")
     assert any("is referred to by <list>[0]" in line for line in referrers)
-    # The same leak three times: the report names the attribute, unless the object was
-    # held by a closure that is gone; then the report fails with an IndexError
-    # (jax-ml/jax#26560). Each traceback still points at the leaking jit call.
-    leaks = g["leak_indexerror"]
-    raised, link, at = leaks["live_closure"]
-    assert raised.startswith("Exception: Leaked trace DynamicJaxprTrace")
-    assert link == "<DynamicJaxprTracer> is referred to by <Model>.last_input"
-    assert at[-1].startswith("return jax.jit(model.apply)(")
-    raised, link, at = leaks["dropped_closure"]
-    assert raised == "IndexError: list index out of range" and link is None
-    assert at[-1] == "return jax.jit(model.apply)(xs[0])"
 
 
 def test_checkify_disable_jit_and_out_of_bounds(book):
@@ -126,6 +119,12 @@ def test_checkify_disable_jit_and_out_of_bounds(book):
     # checkify under jit; a rebuild without __init__ compiles, and the check still runs
     # where an interval is made (lo = 3 > hi = 1 inside the checkified function).
     checks = g["pytree_checks"]
+    # checkify.debug_check in __init__: compiles, checks only inside checkify.
+    lo, hi = 1.0, 3.0
+    assert checks["DebugChecked"] == f"width {hi - lo}, error: None"
+    empty = f"width {lo - hi}, error: empty interval: {hi} > {lo}"
+    assert checks["3 > 1, checkified"].startswith(empty)
+    assert checks["3 > 1, plain jit"] == f"width {lo - hi}"
     assert checks["RebuiltByInit"] == (
         "ValueError: Cannot abstractly evaluate a checkify.check which was not functionalized"
     )
@@ -233,6 +232,7 @@ def test_donation_saves_the_parameters(book):
     raised, deleted = runs["compiled before"]
     assert "deleted" in raised and "nan" not in raised.lower() and deleted is True
     assert runs["compiled during, called after"] is False
+    assert runs["after jax.clear_caches()"] is True  # recompiled, with donation
     # The inf checker keeps donation: its rerun finds the input deleted.
     raised, deleted = runs["inf checker, compiled during"]
     assert raised.startswith("RuntimeError: Array has been deleted") and deleted is True
@@ -263,4 +263,24 @@ def test_loop_and_cumsum_counts(book):
 
 def test_vmapped_print_is_unrolled(book):
     """One debug_print equation per example of the batch."""
-    assert glued(book, "debugging")["unrolled_prints"] == {10: 10, 100: 100}
+    g = glued(book, "debugging")
+    assert g["unrolled_prints"] == {10: 10, 100: 100}
+    assert g["unrolled_text"] == "10 for a batch of 10 and 100 for a batch of 100"
+
+
+def test_donated_buffer_reuse(book):
+    """Reused when element count and element size match; a warning only when no
+    output has as many elements."""
+    reuse = glued(book, "debugging")["donation_reuse"]
+    sizes = {"f32[2,2]": (4, 4), "i32[4]": (4, 4), "f16[4]": (4, 2), "f16[8]": (8, 2)}
+    assert len(reuse) == len(sizes)
+    for label, (deleted, warnings) in reuse.items():
+        count, itemsize = sizes[label.split(" -> ")[1]]  # the donated f32[4]: (4, 4)
+        assert (deleted, warnings) == ((count, itemsize) == (4, 4), int(count != 4))
+
+
+def test_rank_promotion_flag(book):
+    shape, error = glued(book, "debugging")["rank_promotion"]
+    assert tuple(shape) == np.broadcast_shapes((3,), (3, 1))
+    assert error.startswith("ValueError: Operands could not be broadcast together")
+    assert "(3,) (3, 1)" in error
