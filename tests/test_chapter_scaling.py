@@ -142,23 +142,12 @@ def test_fsdp_and_fsdp_tp(book):
         "norm scale, backward": 5,
     }
     assert g["fsdp_groups"] == {"all-gather over all 8": 25, "all-reduce over all 8": 1}
-    # FSDP + TP: TP's activation all-reduces over model, FSDP's gathers over data;
-    # the only other collectives over model move the embedding and the head.
+    # FSDP + TP: TP's activation all-reduces over model, FSDP's gathers over data.
     per = BATCH // DATA * SEQ * WIDTH * 4
     groups = g["both_groups"]
     assert groups["all-reduce over model"] == (4 * LAYERS, 6 * LAYERS * per)
     assert groups["all-gather over data"][0] > 0
     assert g["both_acts_as_tp"] == 4 * LAYERS  # 2 forward, 2 backward per block
-    origins = g["both_origins"]
-    gathered = sorted(o[4] for o in origins if o[0] == "all-gather")
-    assert gathered == ["params['head']['kernel']", "params['tok']"]
-    permutes = sorted((o[2], o[3], o[4]) for o in origins if o[0] == "collective-permute")
-    assert permutes == [
-        ("backward", (32, 64), "a gradient, computed in the step"),
-        ("backward", (64, 32), "a gradient, computed in the step"),
-        ("forward", (16, 64), "params['head']['kernel']"),
-        ("forward", (64, 16), "params['tok']"),
-    ]
     # The exercise: the state bytes of FSDP + TP by hand.
     hand, measured = g["ex_state_bytes"]
     assert hand == measured == g["cost_table"]["FSDP + TP"]["state"]
@@ -447,9 +436,10 @@ def test_fsdp_tp_mix(book):
     g = glued(book, "scaling")
     tokens, f, n = BATCH * SEQ, 4 * 10 * WIDTH, DATA * MODEL
     assert g["x_opt"] == f"{(tokens * n / f) ** 0.5:.2f}"
-    formula = {str(x): f * x / n + tokens / x for x in (2, 8)}
+    formula = {str(x): f * x / n + tokens / x for x in (2, 4, 8)}
     assert g["mix_table"]["formula"] == pytest.approx(formula)
     sent = g["mix_table"]["sent"]
     assert sent["2"] == g["big_table"]["FSDP + TP"]["sent"]
     assert sent["8"] == g["big_table"]["FSDP"]["sent"]
-    assert g["mix_best"] == "X = 2" and sent["2"] < sent["8"]
+    # Three points, ranked by the compiled sends as by the formula.
+    assert g["mix_best"] == "X = 2" and sent["2"] < sent["4"] < sent["8"]
