@@ -371,8 +371,3 @@ def restatements(
                         found.append((line, key, f"{op} {literal!r}"))
     return sorted(set(found))
 
-
-#: The conditions the check enforces: bounds (a tolerance, a threshold, "not this
-#: value") and exact values (``== 3``, ``is True``). A test that repeats any of them
-#: restates the claim, and drifts when its one home is retuned.
-ENFORCED = {"<", "<=", ">", ">=", "!=", "==", "is", "near"}
