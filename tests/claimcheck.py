@@ -370,4 +370,3 @@ def restatements(
                         op, literal = condition
                         found.append((line, key, f"{op} {literal!r}"))
     return sorted(set(found))
-
