@@ -57,12 +57,13 @@ def test_tiled_matmul_is_within_the_stated_tolerance(g, text):
     assert 0 < num(g, "worst_tile_error") < num(g, "matmul_atol")
     # bk = k: a single step, the same sum as jnp.dot's, to the bit
     assert num(g, "one_step_error") == 0.0
-    # sqrt(k) steps of 2u sqrt(k), u = 2^-24 and k = 256: a scale for the worst entry
-    assert num(g, "rounding_estimate") == float(f"{16 * 2 * 2**-24 * 16:.0e}") == 3e-05
-    assert num(g, "rounding_estimate") < num(g, "matmul_atol")
-    # jnp.dot's measured error: typical (rms) well below the scale, worst near it
+    # sqrt(k) steps of u sqrt(k), u = 2^-24 and k = 256: u k, a scale, not a bound
+    assert num(g, "rounding_estimate") == float(f"{16 * 2**-24 * 16:.1e}") == 1.5e-05
+    assert 4 * num(g, "rounding_estimate") < num(g, "matmul_atol")
+    # jnp.dot's measured error: typical (rms) below the scale, the worst above it
     assert 0 < num(g, "dot_rms_error") < num(g, "rounding_estimate") / 2
-    assert num(g, "dot_rms_error") < num(g, "dot_max_error") < num(g, "matmul_atol")
+    assert num(g, "rounding_estimate") < num(g, "dot_max_error") < num(g, "matmul_atol")
+    assert num(g, "rounding_estimate") < num(g, "worst_tile_error")
     # storing instead of adding survives only where k is a single tile (the first case)
     assert g["check_bad"] == "passes, fails, fails"
     # the prose shows the tolerance and the estimate it glued
@@ -206,8 +207,9 @@ def test_retired_digressions_are_gone(g, text):
     retired += ("h100_wave_matmul", "h100_wave_flash", "h100_copy_share")
     for key in retired:
         assert key not in g
-    # the docstring's flag is named once, as the docstring names it (vmem_doc_flag)
-    assert text.count("scoped_vmem_limit_kib") == 1
+    # the docstring's flag aside (vmem_doc_flag), cut: a digression
+    retired += ("vmem_doc_flag",)
+    assert "scoped_vmem_limit_kib" not in text
     for aside in ("VJPHiPrimitive", "0.11.0.dev", "flash_fwd_bnth", "cuBLASLt matmul itself"):
         assert aside not in text
     # the XLA flag's and the scoped-VMEM PRs' history, and "only when"
@@ -424,7 +426,7 @@ def test_dynamic_index_in_a_loop(g):
 def test_num_programs_per_grid(g):
     """jax#40847, the thread's own check (grids 2, 5, 3, 4): on this JAX each call of one
     kernel function sees its own grid's size, because Pallas traces every kernel with the
-    uncached tracer; the thread finds the cached one, and the bug, from 0.11.0."""
+    uncached tracer; the thread reports [2, 2, 2, 2] on 0.11.0 and 0.11.1."""
     assert g["num_programs_seen"] == ", ".join(str(n) for n in (2, 5, 3, 4))
 
 
@@ -433,12 +435,6 @@ def test_figures_and_races(g, book):
     assert images(book, CHAPTER) == []
     # 4 early reads, the 2-entry clock reports only some of them
     assert g["race_reports_default"] == 2
-    # the flag CompilerParams's docstring names, as the docstring has it
-    from jax.experimental.pallas import tpu as pltpu
-
-    doc = " ".join(pltpu.CompilerParams.__doc__.split())
-    assert "must be used in conjunction with the --xla_tpu_scoped_vmem_limit_kib=N" in doc
-    assert g["vmem_doc_flag"] == "--xla_tpu_scoped_vmem_limit_kib"
 
 
 def test_flash_cost_estimate_by_hand(g):
@@ -452,7 +448,7 @@ def test_flash_cost_estimate_by_hand(g):
     # the BlockSpecs copy q, o, lse once per head and a k and a v block each time the
     # clamped index changes: block 0 at (0, 0), block 1 at (1, 1), so each key once
     kv_copies = 2
-    hbm = F32 * B * N * (2 * T * H + T + 2 * kv_copies * b * H)
+    hbm = B * N * (F32 * (2 * T * H + 2 * kv_copies * b * H) + 4 * T)  # lse: float32
     assert g["flash_cost_tpu"] == (
         f"{flops:,} flops, {exps + logs:,} transcendentals, {hbm:,} bytes accessed"
     )
