@@ -229,12 +229,10 @@ def test_errors_the_page_raises(book):
 
     raised = [(e.name, e.message, e.source) for e in errors(book, "pipeline")]
     assert [name for name, _, _ in raised] == [
-        "ValueError",
         "TypeError",
         "NameError",
     ]
-    (_, unsplit, source), _, (_, unbound, _) = raised
-    assert "make_blocks_unsplit" in source and "shape is ()" in unsplit
+    _, (_, unbound, _) = raised
     assert "unbound axis name: stage" in unbound
 
 
