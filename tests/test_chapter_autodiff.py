@@ -74,6 +74,7 @@ def test_autodiff_custom_rules(book):
         "TypeError",
         "ValueError",
         "UnexpectedTracerError",
+        "UnexpectedTracerError",
         "TypeError",
         "TypeError",
         "TypeError",
@@ -91,15 +92,17 @@ def test_autodiff_custom_rules(book):
     assert "Reverse-mode differentiation does not work for lax.while_loop" in errs[6].message
     # A traced value in a nondiff_argnums position is refused.
     assert "nondiff_argnums" in errs[7].message
+    # A custom_jvp's traced nondiff argument carried through a scan under grad.
+    assert "unexpected tracer" in errs[8].message
     # A bwd with no entry for one of the arguments.
-    assert "the same container (pytree) structure" in errs[8].message
+    assert "the same container (pytree) structure" in errs[9].message
     # jax.custom_gradient refuses a function among its arguments, and so do the
     # residuals of a custom_vjp's fwd.
-    assert "is not a valid JAX type" in errs[9].message
     assert "is not a valid JAX type" in errs[10].message
-    assert "<class 'function'>" in errs[10].message
+    assert "is not a valid JAX type" in errs[11].message
+    assert "<class 'function'>" in errs[11].message
     # Differentiating with respect to a value a custom_vjp closes over.
-    assert "unexpected tracer" in errs[11].message
+    assert "unexpected tracer" in errs[12].message
     g = glued(book, "autodiff")
     exact, exact2 = 0.5 / np.sqrt(2.0), -0.25 * 2.0**-1.5
     assert float(g["while_tangent"]) == pytest.approx(exact, rel=1e-5)
@@ -202,6 +205,12 @@ def test_autodiff_common_errors(book):
     g = glued(book, "autodiff")
     # has_aux with one result (the error cell, read in test_autodiff_custom_rules);
     # then a pair with a dict.
+    # Descent on |z - 2|^2 from 1+1j, 50 steps of 0.1: z <- z - 0.1 * conj(2 (z - 2))
+    # contracts z - 2 by 0.8 each step; the raw gradient 2 conj(z - 2) flips the
+    # imaginary part's sign and grows it by 1.2.
+    z = 1 + 1j - 2
+    assert complex(g["descent_conj"]) == pytest.approx(2 + z * 0.8**50, abs=1e-4)
+    assert complex(g["descent_raw"]).imag == pytest.approx(1.2**50, rel=1e-3)
     grad_w, metrics = g["aux_metrics"]
     assert grad_w == (2 * np.arange(3.0)).tolist()  # 2w at w = (0, 1, 2)
     assert metrics == {"max": 2.0, "norm": pytest.approx(5**0.5)}
@@ -252,10 +261,6 @@ def test_autodiff_jacfwd_through_a_python_loop(book):
     assert expected["newton_fori 100"] == expected["newton_fori 10"]
     assert g["py_eqns_100"] == expected["newton_py 100"]
     assert g["fori_eqns"] == expected["newton_fori 100"]
-    # Measured: tracing and lowering the 100-step loop's Jacobian takes longer than
-    # the 10-step one's (a ratio, the robust part of a timing).
-    assert g["jacfwd_lower_py_100"].endswith("s")
-    assert g["jacfwd_lower_fori_100"].endswith("s")
 
 
 def test_autodiff_max_cotangents(book):
