@@ -140,9 +140,9 @@ def test_kernel_accounting(book):
     ):
         check_verdict(g[key], k[base], k[other])
         assert g[key] in text, key
-    # XLA's sin alone is a part of the jitted chain's work (same rounds).
-    pct = re.fullmatch(r"(\d+)%", g["sin_share"])
-    assert pct and 0 < int(pct.group(1)) < 150, g["sin_share"]
+    # XLA's sin alone against the jitted chain that contains it (same rounds).
+    check_verdict(g["sin_vs_chain"], k["jit(chain)"], k["jit(jnp.sin)"])
+    assert g["sin_vs_chain"] in text
     assert g["sin_cost_reading"] in text
     # The dispatch estimate is the chain's operation count times one small call.
     assert seconds(g["dispatch_total"]) == pytest.approx(
@@ -374,10 +374,6 @@ def test_loop_of_small_operations(book):
         assert g[key] in text, key
     assert "slower" in g["loop_jnp_vs_numpy"] and "faster" in g["loop_vmap_vs_jnp"]
     assert "slower" in g["index_vs_solve"] and "slower" in g["at_vs_solve"]
-    # The share of indexing and updates, recomputed from the glued fastest repeats.
-    m = g["loop_mins"]
-    share = n_lat * (3 * m["one chol[1]"] + m["one .at[:, 1].set"]) / m["jnp loop"]
-    assert g["loop_index_share"] == f"{share:.0%}"
     # The average per operation is the loop's median over its operation count.
     assert seconds(g["loop_per_op"]) == pytest.approx(s["jnp loop"][0] / g["loop_n_ops"], rel=0.02)
 
