@@ -353,11 +353,10 @@ def test_timings_are_glued_and_questions_run(g):
 
 
 def test_exercises(g):
-    # float32 tiles, bk = 512: 2 (2 * 512 b + b^2) 4 + 4 b^2 bytes within 128 MiB
-    fits = [b for b in (512, 1024, 2048, 4096) if 8 * (1024 * b + b * b) + 4 * b * b < 128 * MiB]
-    assert g["ex_tile"] == fits[-1]
-    # 64 MiB of tiles and a quarter more, below the v5e's 128 MiB
-    assert g["ex_tile_limit"] == mib(5 * (8 * (1024 * 2048 + 2048**2) + 4 * 2048**2) // 4)
+    # Mosaic GPU: only the axis marked "sequential" lowers to a loop
+    assert g["gpu_sequential"] == "sequential: 1 scf.for, parallel: 0 scf.for"
+    # jvp of a kernel that calls pl.program_id fails inside JAX
+    assert g["pallas_jvp_pid"].startswith("AssertionError")
 
 
 def test_bf16_kernel_and_edge_blocks(g, book, text):
