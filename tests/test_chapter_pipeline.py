@@ -90,14 +90,13 @@ def test_training_step_with_embedding_head_and_optax(book):
 
 def test_replicated_head_is_all_reduced_over_the_pipeline(book):
     """The step's all-reduce carries the head's gradient, (D + 1) V floats, and the
-    embedded batch's, B D floats, whatever the vocabulary and whether a lax.cond runs
-    the head on the last stage only; the permutes carry one microbatch's activations
-    per step, both ways, m + p - 1 steps."""
+    embedded batch's, B D floats, whatever the vocabulary; the permutes carry one
+    microbatch's activations per step, both ways, m + p - 1 steps."""
     g = glued(book, "pipeline")
     permutes = 2 * (M + P - 1) * ROWS * D * 4
     assert permutes == 14_336
     want = {}
-    for vocab, how in [(64, "jnp.where"), (32_768, "jnp.where"), (32_768, "lax.cond")]:
+    for vocab, how in [(64, "jnp.where"), (32_768, "jnp.where")]:
         want[f"{vocab}, {how}"] = [((D + 1) * vocab + B * D) * 4, permutes]
     want["32768, own copy"] = [B * D * 4, permutes]  # the embedded batch's alone
     assert g["lm_traffic"] == want
