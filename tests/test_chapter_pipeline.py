@@ -71,6 +71,10 @@ def test_cond_runs_one_branch_per_stage(book):
     assert g["cond_sends"]["sends_inside"] != expected
     inside = ", ".join(f"{v:g}" for v in g["cond_sends"]["sends_inside"])
     assert g["cond_inside"] == inside
+    # jax#23693: MultiSteps (k = 2) inside shard_map; two calls of gradient 1 apply
+    # one Adam step, which moves each weight by the learning rate, 1e-2.
+    weights, _ = g["multi_steps"]
+    assert all(abs(w - (1 - 1e-2)) < 1e-5 for w in weights)
 
 
 def test_training_step_with_embedding_head_and_optax(book):
@@ -86,6 +90,7 @@ def test_training_step_with_embedding_head_and_optax(book):
     # The embedding's gradient is summed over the m = 4 microbatches only: gpipe marks xs
     # varying before padding it with p - 1 rows (4 + 3 = 7 rows if it marked feed).
     assert g["lm_reduced_rows"] == [4]
+    assert g["mlp_pmean_ratios"] == "1.000, 1.000, 8.000"
 
 
 def test_replicated_head_is_all_reduced_over_the_pipeline(book):
@@ -281,6 +286,14 @@ def test_one_f_one_b_with_fwd_and_bwd(book):
         assert ran == want
     assert g["f1b_peak"] == [stages - s for s in range(stages)]
     assert g["f1b_compiled"] == stages - 1
+    # A set as fwd returns it holds a copy of the stage's 4 weight matrices (two
+    # blocks, D x 4D and 4D x D); without them stage 0's 4 sets are below GPipe's
+    # m + p - 1 = 11, one per step.
+    set_b, kept_b = g["f1b_bytes"]
+    assert set_b - kept_b == 2 * (L // stages) * 4 * D * D * 4
+    assert g["f1b_fresh_w"] == "4 of 4"
+    assert g["f1b_stage0"] == f"{stages * kept_b:,}"
+    assert g["f1b_gpipe"] == f"{(m + stages - 1) * kept_b:,}"
 
 
 def test_one_f_one_b_on_a_time_axis(book):
