@@ -275,7 +275,7 @@ def test_weight_gradient_remedy(book):
 
 def test_figures_have_alt_text(book):
     imgs = images(book, CH)
-    assert len(imgs) >= 3  # time per scope, the gaps timeline, the loss curves
+    assert len(imgs) >= 3  # time per scope, the loss curves, the ring trace
     assert all(len(img.get("alt", "")) > 30 for img in imgs)
 
 
@@ -393,7 +393,7 @@ def test_nnx_overhead(book):
     # for each of those 6, Adam's step count and the optimizer's own.
     assert g["nnx_arrays"] == 3 * 2 + 2 * 3 * 2 + 2
     losses = g["nnx_losses"]
-    ways = ["nnx.jit", "jax.jit on nnx.split"]
+    ways = ["nnx.jit", "nnx.jit, graph=False", "jax.jit on nnx.split"]
     assert list(losses) == ways
     assert len({tuple(values) for values in losses.values()}) == 1
     first = [float(v) for v in losses["nnx.jit"]]
@@ -412,6 +412,27 @@ def test_nnx_overhead(book):
     split = counted["jax.jit on nnx.split"]
     assert split == (int(g["nnx_split_calls"].replace(",", "")), 0)
     assert counted["nnx.jit"] > split
+    # Tree mode (graph=False): the counts the prose shows are the table's.
+    tree = counted["nnx.jit, graph=False"]
+    assert tree == (
+        int(g["nnx_tree_calls"].replace(",", "")),
+        int(g["nnx_tree_graph_calls"].replace(",", "")),
+    )
+
+
+def test_recoverable_time_and_cprofile(book):
+    """Review r45: phases ranked by time x (1 - rate / peak), recomputed from the glued
+    phase times and rates; the remedy's largest possible gain; jax#13407's wrapper."""
+    g = glued(book, CH)
+    per_phase, rates = g["per_phase_us"], g["phase_rates"]
+    peak = float(g["phase_peak"])
+    rec = {k: per_phase[k] * max(0.0, 1 - rates[k] / peak) for k in rates}
+    assert g["recover_top"] == max(rec, key=rec.get)
+    assert float(g["recover_l2_us"]) == pytest.approx(rec["layer2 backward"], rel=0.05, abs=5)
+    dot_us, fast_us, step_us = g["dw_fix_us"]
+    gain = max(0.0, dot_us - fast_us) / step_us
+    assert float(g["dw_fix_max_gain"].rstrip("%")) / 100 == pytest.approx(gain, abs=0.002)
+    assert float(g["rr_own_ms"]) < 1  # microseconds: the wrapper's own work
 
 
 def test_the_cures_run(book):
@@ -488,9 +509,8 @@ def test_remedy_in_the_step_and_review_r41(book):
     share = float(np.mean(pairs < 1))
     assert float(g["step_fix_share"].rstrip("%")) / 100 == pytest.approx(share, abs=0.006)
     gain = "a gain, faster in at least 3 rounds of 4"
-    assert (g["step_fix_verdict"] == gain) == (share >= 0.75 and np.median(pairs) < 1)
+    assert g["step_fix_verdict"].startswith(gain) == (share >= 0.75 and np.median(pairs) < 1)
     assert g["loop_unnamed"] > 0
-    assert "graph=False" not in page_text(book, CH)
 
 
 def test_runtime_overlap_and_review_fixes(book):
