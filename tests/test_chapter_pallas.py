@@ -105,12 +105,14 @@ def test_flash_attention_values_and_gradients(g, book):
     assert num(g, "flash_fwd_error") < 1e-5 and num(g, "flash_grad_error") < 1e-4
 
 
-def test_tpu_cores_and_cmem(g, text):
-    # Pallas's table: 134 MB of CMEM on a v4 chip, none on v5e, v5p, v6e;
-    # megacore (two TensorCores as one device) on v4 and v5p only
-    assert g["v4_cmem"] == f"{134_000_000 / MiB:.0f} MiB" == "128 MiB"
+def test_tpu_cores_and_v7x(g, text):
+    # Pallas's table: megacore (two TensorCores as one device) on v4 and v5p only;
+    # the 7x has two TensorCores, not megacore, and 64 MiB of VMEM; the CMEM column
+    # was cut (review r46)
+    assert "v4_cmem" not in g and "CMEM" not in text
     assert g["megacore_chips"] == "v4 and v5p"
     assert "v5e or v6e has one" in text
+    assert g["v7x_pallas"] == "64 MiB of VMEM and 2 TensorCores, not megacore"
     from jax.experimental.pallas import tpu as pltpu
 
     assert pltpu.get_tpu_info_for_chip(pltpu.ChipVersion("v5p"), 2).is_megacore
@@ -315,6 +317,20 @@ def test_vmem_limit_and_the_gpu_api(g):
     assert g["triton_params"] == "num_warps 4 and num_stages 2"
 
 
+def test_gpu_backend_is_chosen_by_compiler_params(g):
+    """One kernel, params by backend: pltpu for a TPU, pltriton (Triton) for a GPU;
+    none means Mosaic GPU, which has no lowering for its dot; pltpu refused on GPU."""
+    assert jax.config.jax_pallas_use_mosaic_gpu
+    assert g["mosaic_gpu_default"] == "True"
+    assert g["portable_equal"] in (True, "True")
+    assert g["portable_tpu"] == "custom call tpu_custom_call"
+    assert g["portable_mgpu"].startswith("NotImplementedError: Unimplemented primitive")
+    assert "Mosaic GPU" in g["portable_mgpu"] and "dot_general" in g["portable_mgpu"]
+    assert g["portable_tpu_on_gpu"].startswith("ValueError: Compiler params for platform tpu")
+    # the exercise: with jax_pallas_use_mosaic_gpu off, no params means Triton
+    assert g["flag_off_triton"] == "custom call __gpu$xla.gpu.triton"
+
+
 def test_shipped_kernels(g, text):
     assert "splash attention" in text
     # both shipped TPU attention kernels, interpreted, equal jax.nn's
@@ -349,12 +365,15 @@ def test_timings_are_glued_and_questions_run(g):
     half_ulp = num(g, "f16_half_ulp")
     assert 0 < half_ulp <= 0.0625
     assert num(g, "f16_vs_jnp") == 0
+    # jax#26684's symptom on this CPU: blocks 8 columns wide round differently
+    differ, _, rest = g["f16_narrow_differ"].partition(" of 1,048,576 entries, by up to ")
+    assert int(differ) > 0 and 0 < float(rest) <= 2 * half_ulp
     assert math.log2(half_ulp / (2**-10 / 2)) == int(math.log2(half_ulp / (2**-10 / 2)))
 
 
 def test_exercises(g):
-    # Mosaic GPU: only the axis marked "sequential" lowers to a loop
-    assert g["gpu_sequential"] == "sequential: 1 scf.for, parallel: 0 scf.for"
+    # the Mosaic GPU "sequential" exercise (a deprecated entry point): cut, review r46
+    assert "gpu_sequential" not in g
     # jvp of a kernel that calls pl.program_id fails inside JAX
     assert g["pallas_jvp_pid"].startswith("AssertionError")
 
@@ -364,9 +383,8 @@ def test_bf16_kernel_and_edge_blocks(g, book, text):
     8, masked."""
     assert str(g["bf16_ratio"]) in text and 0 < float(g["bf16_ratio"]) <= 1
     assert "bfloat16" in cell_output(book, CHAPTER, "def matmul_bf16_kernel")
-    # enable_poison_buffers on GPU: the installed lowering refuses it
-    mgpu = Path(jax.__file__).parent / "_src/pallas/mosaic_gpu/lowering.py"
-    assert g["poison_gpu"].split(": ", 1)[1] in mgpu.read_text()
+    # the on-chip debug switches' paragraph: cut for length (review r46)
+    assert "poison_gpu" not in g
     for key in ("edge_as_is", "edge_masked"):
         assert str(g[key]) in text, key
 
@@ -471,19 +489,7 @@ def test_speed_floors_by_hand(g, text):
         assert key not in g
 
 
-def test_measured_h100_matmul_against_the_per_tile_floor(g, text):
-    """The H100 runs' rates live in one place, jaxguide.hardware.MEASURED; XLA's
-    measured 8192^3 bfloat16 matmul beats the per-tile floor of 128 tiles (which
-    charges every tile's bytes to HBM), so the L2 served some of them."""
-    run = hardware.measured("H100 SXM")
-    assert len(run.chapters) >= 5
-    shares = [r / 9.89e14 for r in run.matmul_flops]
-    assert g["h100_matmul_share"] == f"{min(shares):.0%} to {max(shares):.0%}"
-    assert g["h100_runs"] == f"{len(run.chapters)} runs" and g["h100_jax"] == run.jax
-    n, b, bw = 8192, 128, 3.35e12
-    measured = [1e6 * 2 * n**3 / r for r in run.matmul_flops]
-    assert g["h100_xla_us"] == f"{min(measured):.0f} to {max(measured):.0f} µs"
-    per_tile = BF16 * (2 * n * n * (n // b) + n * n)
-    assert g["h100_tile_matmul"] == f"{1e6 * per_tile / bw:.0f} µs"
-    for key in ("h100_matmul_share", "h100_xla_us", "h100_tile_matmul"):
-        assert str(g[key]) in text, key
+def test_h100_bench_paragraph_cut(g, text):
+    """The measured H100 matmul against the per-tile floor: cut (review r46)."""
+    for key in ("h100_matmul_share", "h100_xla_us", "h100_tile_matmul", "h100_runs"):
+        assert key not in g
