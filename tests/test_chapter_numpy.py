@@ -114,13 +114,10 @@ def test_fusion_evidence(book):
 
 
 def test_ynnpack_and_xla_fusions(book):
-    """The page says the CPU fusions are YNNPACK calls, and shows XLA's own."""
+    """The page says the CPU fusions are YNNPACK calls (XLA's own fusions are shown
+    once, in the accelerators chapter)."""
     g = glued(book, "numpy")
     assert g["horner_fusion"]["kinds"] == [("ynn_fusion", "kCustom")]
-    fusions = g["horner_xla_fusions"]
-    assert "multiply" in fusions[0][1]
-    assert any(ops == ["reduce"] for _, ops in fusions)  # the sum is a loop of its own
-    assert g["horner_xla_temp"] != "0 B"
     # The transcendental chain: sine outside YNNPACK, alone the same XLA loop; tanh
     # alone a different kernel from the chain's.
     chain = g["chain_fusions"]
@@ -136,14 +133,14 @@ def test_kernel_accounting(book):
     for key, base, other in (
         ("sin_vs_numpy", "np.sin", "jit(jnp.sin)"),
         ("tanh_vs_numpy", "np.tanh", "jit(jnp.tanh)"),
-        ("np_sin_vs_pass", "m_np * 0.5", "np.sin"),
+        ("np_sin_vs_pass", "np.multiply out=", "np.sin out="),
     ):
         check_verdict(g[key], k[base], k[other])
         assert g[key] in text, key
     # XLA's sin alone against the jitted chain that contains it (same rounds).
     check_verdict(g["sin_vs_chain"], k["jit(chain)"], k["jit(jnp.sin)"])
     assert g["sin_vs_chain"] in text
-    assert g["sin_cost_reading"] in text
+    assert "cannot say" not in text
     # The dispatch estimate is the chain's operation count times one small call.
     assert seconds(g["dispatch_total"]) == pytest.approx(
         g["horner_n_ops"] * seconds(g["small_jit"]), rel=0.02
@@ -182,19 +179,21 @@ def test_verdicts(book):
 
 
 def test_one_operation(book):
-    """One m * 0.5 three ways: the verdicts and the reading follow the spreads."""
+    """One m * 0.5 four ways: the verdicts and the reading follow the spreads."""
     g = glued(book, "numpy")
     text = page_text(book, "numpy").replace("\u2019", "'")  # smart quotes
     o = g["one_op_spreads"]
     np_, eager, jit = o["NumPy m_np * 0.5"], o["jnp m * 0.5"], o["jit(x * 0.5)"]
+    donated = o["jit, donated"]
     check_verdict(g["one_jit_vs_numpy"], np_, jit)
     check_verdict(g["one_jnp_vs_numpy"], np_, eager)
     check_verdict(g["one_jnp_vs_jit"], jit, eager)
-    slower_kernel = "slower" in g["one_jit_vs_numpy"]
-    assert g["one_op_reading"].startswith(
-        "So XLA's program" if slower_kernel else "So one operation's"
-    )
-    assert g["one_op_reading"] in text
+    check_verdict(g["one_donated_vs_numpy"], np_, donated)
+    check_verdict(g["one_donated_vs_jit"], jit, donated)
+    reading = g["one_op_reading"].replace("\u2019", "'")
+    slower_in_place = "slower" in g["one_donated_vs_numpy"]
+    assert reading.startswith("So even in place" if slower_in_place else "So XLA's multiply is not")
+    assert reading in text
     # The #4537 answer quotes the same measurement.
     assert f"every call, was {g['one_jit_vs_numpy']} NumPy's ufunc" in text
 
@@ -313,8 +312,6 @@ def test_refs(book):
         "final": [2, 2, 2],
         "dtype": "int32",
     }
-    # The thread's first value is the float 2.5's bits read as an int32.
-    assert g["float_bits"] == int(np.float32(2.5).view(np.int32))
 
 
 def test_host_data(book):
@@ -336,6 +333,10 @@ def test_host_data(book):
     assert "slower" in g["one_array_vs_numpy"]
     same = not re.search("faster|slower", g["one_vs_thousand"])
     assert g["per_array_reading"].startswith("the price is per array") == same
+    k_over_one = h["jnp.array(1000 numbers)"][0] / h["jnp.array(one number)"][0]
+    if not same:
+        most = g["per_array_reading"].startswith("most of the price")
+        assert most == (k_over_one < 2)
     assert g["per_array_reading"] in text
     assert g["one_jnp"] in text and g["thousand_jnp"] in text
 
@@ -347,7 +348,7 @@ def test_old_dtype_threads(book):
     text = page_text(book, "numpy")
     # The thread's float32 array cast to float16 prints as NumPy prints a float16 one.
     assert g["half_print"] == f"{np.ones(1, np.float16)} float16" == "[1.] float16"
-    assert f"here it printed {g['half_print']}" in " ".join(text.split())
+    assert f"printed {g['half_print']}" in " ".join(text.split())
 
 
 def test_loop_of_small_operations(book):
@@ -441,3 +442,18 @@ def test_numpy_int8_matmul_wraps(book):
     """jax-ml/jax#4465: eight products of 50 in int8 wrap as NumPy's int8 does."""
     g = glued(book, "numpy")
     assert g["int8_wrapped"] == int(np.array(8 * 50).astype(np.int8))
+
+
+def test_list_index_and_subnormals(book):
+    """A list as an index is a TypeError; an array of positions gathers. NumPy keeps
+    subnormal products, XLA:CPU flushes them, and a jitted x * 1 is no multiply."""
+    g = glued(book, "numpy")
+    assert g["list_index"] == ["TypeError", np.arange(5.0)[[0, 1]].tolist()]
+    tiny = np.array([1e-40, 3e-39], np.float32)
+    sub = g["subnormals"]
+    # NumPy's products and the untouched input, computed here; the flushed JAX
+    # results are the build's claim.
+    assert sub["NumPy"] == (tiny * 2).tolist()
+    assert sub["jit x*1"] == tiny.tolist()
+    assert (tiny * 2 < np.finfo(np.float32).smallest_normal).all()  # subnormal
+    assert sub["x*1 compiled has a multiply"] is False
