@@ -513,8 +513,8 @@ def restatements(
                         parts = list(_in_comprehensions(side, statement, parents))
                         checked.append((parts, relation, compare.lineno))
             for parts, condition, line in checked:
-                read = (_keys_read(p, aliases, wrappers) for p in parts)
-                for key in sorted(set().union(*read)):
+                keys = (_keys_read(p, aliases, wrappers) for p in parts)
+                for key in sorted(set().union(*keys)):
                     if condition in conditions.get(key, ()):
                         op, literal = condition
                         found.append((line, key, f"{op} {literal!r}"))
