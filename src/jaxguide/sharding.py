@@ -26,12 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import jax
+from jax.sharding import AxisType, NamedSharding, PartitionSpec, Sharding
+from jax.sharding import PartitionSpec as P
+
 from jaxguide import _checks, _wcag
 from jaxguide._types import Batch
 
 if TYPE_CHECKING:
-    import jax
-    from jax.sharding import PartitionSpec, Sharding
     from matplotlib.axes import Axes
 
 __all__ = [
@@ -195,7 +197,6 @@ def notation(
         >>> notation(w, "W", indices="KN")
         'W[K_x, N]'
     """
-    from jax.sharding import PartitionSpec, Sharding
 
     if isinstance(arr_or_sharding, PartitionSpec):
         spec, mesh = arr_or_sharding, None
@@ -454,8 +455,6 @@ def make_mesh(
         >>> mesh.axis_names, mesh.axis_types[0].name
         (('x',), 'Auto')
     """
-    import jax
-    from jax.sharding import AxisType
 
     shape = _checks.positive_ints("make_mesh", "shape", shape, example="(4, 2)")
     names = _checks.strings(
@@ -484,8 +483,6 @@ def make_mesh(
 
 
 def _batch_size(tree: Batch, what: str) -> int:
-    import jax
-
     leaves = jax.tree.leaves(tree)
     if not leaves or any(getattr(l, "ndim", 0) < 1 for l in leaves):
         raise ValueError(f"{what}: expected arrays with a leading batch axis, got {tree!r:.80}.")
@@ -519,7 +516,6 @@ def split_batch(batch: Batch, n_devices: int | None = None) -> Batch:
         >>> x.shape, y.shape
         ((4, 2, 3), (4, 2))
     """
-    import jax
 
     if n_devices is None:
         n = jax.device_count()
@@ -565,9 +561,6 @@ def shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axis: str | tuple[str, ..
 def _shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axes: tuple[str, ...]) -> Batch:
     """:func:`shard_batch` with its arguments already checked: ``train.fit`` checks the
     mesh, the axes and the batch size once, not at every step."""
-    import jax
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     return jax.device_put(batch, NamedSharding(mesh, P(axes[0] if len(axes) == 1 else axes)))
 
@@ -601,7 +594,6 @@ def show(arr: jax.Array, name: str = "A", *, indices: str | Sequence[str] | None
         A[I_x, J]    jax.typeof: float32[...
         >>> plt.close("all")
     """
-    import jax
 
     _as_array(arr, "show")
     print(f"{notation(arr, name, indices=indices)}    jax.typeof: {jax.typeof(arr)}")

@@ -27,13 +27,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import jax
+import numpy as np
+import optax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from jax.typing import ArrayLike
+
 from jaxguide import _checks
 from jaxguide._types import PyTree
 
 if TYPE_CHECKING:
-    import jax
-    import optax
-    from jax.typing import ArrayLike
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -83,8 +87,6 @@ def make_step(
         >>> float(p), float(loss)    # 1 - 0.25 * 2 * (1 - 3)
         (2.0, 4.0)
     """
-    import jax
-    import optax
 
     _checks.function("make_step", "loss_fn", loss_fn, what="a function (params, batch) -> loss")
     jit = _checks.boolean("make_step", "jit", jit)
@@ -160,9 +162,6 @@ def replicate(tree: PyTree, mesh: jax.sharding.Mesh) -> PyTree:
 
 def _replicate(tree: PyTree, mesh: jax.sharding.Mesh) -> PyTree:
     """:func:`replicate` for a mesh already checked (:func:`fit` checks it once)."""
-    import jax
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     return jax.device_put(tree, NamedSharding(mesh, P()))
 
@@ -230,8 +229,6 @@ def fit(
         (4, [1, 2, 3, 4], 4, ['2/4', '4/4'])
     """
     import math
-
-    import jax
 
     from jaxguide.data import batch_at
     from jaxguide.sharding import _shard_batch
@@ -329,7 +326,6 @@ def plot_history(history: History, *, title: str | None = None) -> Figure:
         >>> plt.close(fig)
     """
     import matplotlib.pyplot as plt
-    import numpy as np
 
     _checks.instance(
         "plot_history",
@@ -411,7 +407,6 @@ def plot_decision_boundary(
         >>> plt.close(ax.figure)
     """
     import matplotlib.pyplot as plt
-    import numpy as np
 
     _checks.function(
         "plot_decision_boundary", "predict", predict, what="a function points -> logits"
