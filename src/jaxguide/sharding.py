@@ -337,7 +337,6 @@ def plot_sharding(
         >>> plt.close(ax.figure)
     """
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
     _as_array(arr, "plot_sharding")
     if arr.ndim not in (1, 2):
@@ -353,62 +352,7 @@ def plot_sharding(
         _, ax = plt.subplots(figsize=(width, height + 0.5), layout="constrained")
     colors = _device_colors({d for b in blocks for d in b.devices})
     for b in blocks:
-        (r0, r1), (c0, c1) = ((0, 1), b.bounds[0]) if arr.ndim == 1 else b.bounds
-        n = len(b.devices)
-        if n == 1:
-            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]]))
-        else:
-            # Replicated: a hatched block with one colour chip per holding device along
-            # its bottom edge, so that it cannot be mistaken for a split.
-            ax.add_patch(
-                Rectangle(
-                    (c0, r0),
-                    c1 - c0,
-                    r1 - r0,
-                    facecolor=_HATCH_FACE,
-                    hatch="//",
-                    edgecolor=_HATCH_LINES,
-                    linewidth=0,
-                )
-            )
-            band = 0.22 * (r1 - r0)
-            w = (c1 - c0) / n
-            for k, dev in enumerate(b.devices):
-                ax.add_patch(
-                    Rectangle(
-                        (c0 + k * w, r1 - band),
-                        w,
-                        band,
-                        facecolor=colors[dev],
-                        edgecolor="white",
-                        linewidth=0.5,
-                    )
-                )
-        ax.add_patch(
-            Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2)
-        )
-        if n == 1:
-            # Straight on the device's colour, in black or white, whichever contrasts more.
-            label = f"D{b.devices[0]}"
-            style: dict[str, Any] = {"color": _label_color(colors[b.devices[0]])}
-        else:
-            # In black on a white box over the hatching.
-            if n <= 4:
-                label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
-            else:
-                label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
-            box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": _LABEL_BOX_ALPHA}
-            style = {"color": "#000000", "bbox": {**box, "linewidth": 0}}
-        ax.text(
-            (c0 + c1) / 2,
-            (r0 + r1) / 2,
-            label,
-            ha="center",
-            va="center",
-            fontsize=8,
-            fontweight="bold",
-            **style,
-        )
+        _draw_block(ax, b, colors, arr.ndim)
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     edges_c = sorted({e for b in blocks for e in (b.bounds[-1])})
@@ -426,6 +370,69 @@ def plot_sharding(
         heading += f"\n{spec}"
     ax.set_title(heading, fontsize=9)
     return ax
+
+
+def _draw_block(ax: Axes, b: Block, colors: dict[int, str], ndim: int) -> None:
+    """One block of :func:`plot_sharding`: its device's colour, or a hatched block with a
+    chip per device when replicated, an outline, and its label."""
+    from matplotlib.patches import Rectangle
+
+    (r0, r1), (c0, c1) = ((0, 1), b.bounds[0]) if ndim == 1 else b.bounds
+    n = len(b.devices)
+    if n == 1:
+        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]]))
+    else:
+        # Replicated: a hatched block with one colour chip per holding device along
+        # its bottom edge, so that it cannot be mistaken for a split.
+        ax.add_patch(
+            Rectangle(
+                (c0, r0),
+                c1 - c0,
+                r1 - r0,
+                facecolor=_HATCH_FACE,
+                hatch="//",
+                edgecolor=_HATCH_LINES,
+                linewidth=0,
+            )
+        )
+        band = 0.22 * (r1 - r0)
+        w = (c1 - c0) / n
+        for k, dev in enumerate(b.devices):
+            ax.add_patch(
+                Rectangle(
+                    (c0 + k * w, r1 - band),
+                    w,
+                    band,
+                    facecolor=colors[dev],
+                    edgecolor="white",
+                    linewidth=0.5,
+                )
+            )
+    ax.add_patch(
+        Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2)
+    )
+    if n == 1:
+        # Straight on the device's colour, in black or white, whichever contrasts more.
+        label = f"D{b.devices[0]}"
+        style: dict[str, Any] = {"color": _label_color(colors[b.devices[0]])}
+    else:
+        # In black on a white box over the hatching.
+        if n <= 4:
+            label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
+        else:
+            label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
+        box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": _LABEL_BOX_ALPHA}
+        style = {"color": "#000000", "bbox": {**box, "linewidth": 0}}
+    ax.text(
+        (c0 + c1) / 2,
+        (r0 + r1) / 2,
+        label,
+        ha="center",
+        va="center",
+        fontsize=8,
+        fontweight="bold",
+        **style,
+    )
 
 
 def make_mesh(
