@@ -8,12 +8,12 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import cast
 
 import numpy as np
 
-# # A claim's condition lives in its hidden cell, and the strict build checks it; a chapter
+# A claim's condition lives in its hidden cell, and the strict build checks it; a chapter
 # test that compares the glued value with the same operator and the same literal
 # (``claim("gap", gap, gap < 1e-5, ...)`` and ``assert float(g["gap"]) < 1e-5``) says it
 # a second time, and the two drift apart when one of them changes. The check reads both
@@ -30,9 +30,12 @@ import numpy as np
 # form however it is written: ``abs(x - c) < t`` (or ``<=``), ``x == pytest.approx(c,
 # abs=t)`` and ``np.isclose(x, c, atol=t)`` are all ``near (c, "abs", t)``, and ``rel=``
 # and ``rtol=`` give ``near (c, "rel", r)``; the centre may be ``np``/``math`` arithmetic
-# on literals (``0.5 / np.sqrt(2)``), or a name a test function binds once to one. Not
-# read: a condition on a function of the value (``max(errs.values()) < 1e-5`` against
-# ``all(e < 1e-5 ...)`` in the test), or a test bounding a sibling glue of the claim.
+# on literals (``0.5 / np.sqrt(2)``), or a name a test function binds once to one.
+# Also read: a ``holds`` that is a name the cell binds once (``ok = r <= 1 and ...``);
+# a tuple of values compared with a tuple of literals, pair by pair; a test's one-line
+# helper that reads a glued value (``def num(g, key): return float(g[key])``); and a
+# relation between two glued values, which a claim writes with the other's name
+# (``remat > 0.9 * full``) and a test with its key (``g["remat"] > 0.9 * g["full"]``).
 
 _OPS = {
     ast.Lt: "<",
@@ -51,6 +54,14 @@ _ARITHMETIC = {
     ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv,
     ast.Pow: operator.pow,
+}
+_SYMBOLS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Pow: "**",
 }
 _NOT_LITERAL = object()
 TRUE = ("is", True)
@@ -138,6 +149,17 @@ def _comparisons(
         if type(op) not in _OPS:
             continue
         left, right = _literal(a, names), _literal(b, names)
+        if isinstance(op, ast.Eq):  # (g["a"], g["b"]) == (4, 16): each pair alone
+            for tup, other in ((a, right), (b, left)):
+                if (
+                    isinstance(tup, ast.Tuple | ast.List)
+                    and isinstance(other, tuple)
+                    and len(other) == len(tup.elts)
+                    and _literal(tup, names) is _NOT_LITERAL
+                ):
+                    for elt, lit in zip(tup.elts, other):
+                        if _literal(elt, names) is _NOT_LITERAL:
+                            yield elt, "==", lit
         if right is not _NOT_LITERAL and left is _NOT_LITERAL:
             yield a, _OPS[type(op)], right
         elif left is not _NOT_LITERAL and right is _NOT_LITERAL:
@@ -260,6 +282,102 @@ def _is_claim(node: ast.AST) -> bool:
     return name == "claim" and isinstance(key, ast.Constant) and isinstance(key.value, str)
 
 
+_GLUE_CALLS = {"claim", "glue"}
+
+
+def _glued_names(trees: list[ast.Module]) -> dict[str, str]:
+    """The chapter's names whose value it glues (``claim("k", x, ...)`` and ``glue("k",
+    x)``), to their keys: a condition comparing a claim's value with another glued value
+    (``remat > 0.9 * full``) is a relation between two glues, which a test restates as
+    ``g["remat"] > 0.9 * g["full"]``."""
+    found: dict[str, set[str]] = {}
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and _name(n) in _GLUE_CALLS and len(n.args) >= 2:
+                key, value = n.args[0], n.args[1]
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    if isinstance(value, ast.Name):
+                        found.setdefault(value.id, set()).add(key.value)
+    return {name: next(iter(keys)) for name, keys in found.items() if len(keys) == 1}
+
+
+def _canonical(node: ast.AST, glued: Callable[[ast.AST], str | None]) -> str | None:
+    """Arithmetic on numbers and glued values, written the same however it is spelled
+    (``0.9 * flops_full`` in a chapter, ``0.9 * float(g["flops_full"])`` in a test):
+    ``'(0.9*G(flops_full))'``; None for anything else."""
+    key = glued(node)
+    if key is not None:
+        return f"G({key})"
+    if isinstance(node, ast.Call) and _name(node) in {"float", "int"} and len(node.args) == 1:
+        return _canonical(node.args[0], glued)
+    number = _literal(node, {})
+    if isinstance(number, int | float) and not isinstance(number, bool):
+        return repr(float(number))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _canonical(node.operand, glued)
+        return None if inner is None else f"(-{inner})"
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _canonical(node.left, glued), _canonical(node.right, glued)
+        if left is None or right is None:
+            return None
+        return f"({left}{_SYMBOLS[type(node.op)]}{right})"
+    return None
+
+
+def _relations(
+    node: ast.Compare, glued: Callable[[ast.AST], str | None]
+) -> Iterator[tuple[ast.expr, tuple[str, object]]]:
+    """(a side, ``(op, ("glues", other side))``) for each link of a comparison whose
+    other side is arithmetic on glued values (:func:`_canonical`)."""
+    sides = [node.left, *node.comparators]
+    for a, op, b in zip(sides, node.ops, sides[1:]):
+        if type(op) not in _OPS:
+            continue
+        for side, other, name in ((a, b, _OPS[type(op)]), (b, a, _FLIPPED[_OPS[type(op)]])):
+            canon = _canonical(other, glued)
+            if canon is not None and "G(" in canon:
+                yield side, (name, ("glues", canon))
+
+
+def _bound_in(tree: ast.AST) -> dict[str, ast.expr]:
+    """The names a cell binds exactly once, to what (``ok = dtype == bf16 and r <= 1``):
+    a claim whose ``holds`` is such a name states that expression's conditions."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    bound: dict[str, ast.expr] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            target = n.targets[0]
+            if isinstance(target, ast.Name) and stores.get(target.id) == 1:
+                bound[target.id] = n.value
+    return bound
+
+
+def _wrappers(tree: ast.Module) -> dict[str, int]:
+    """A test module's one-line helpers that read a glued value (``def num(g, key):
+    return float(g[key])``), to the position of their key argument: ``num(g, "k")``
+    reads ``"k"`` as ``g["k"]`` does."""
+    found: dict[str, int] = {}
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        body = [
+            s
+            for s in fn.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            continue
+        params = [a.arg for a in fn.args.args]
+        for n in ast.walk(body[0].value):
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name):
+                if n.slice.id in params:
+                    found[fn.name] = params.index(n.slice.id)
+    return found
+
+
 def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
     """Each claim's key in a chapter's code cells, with the conditions its ``holds``
     states of its value (see the comment above)."""
@@ -270,8 +388,10 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
         except SyntaxError:
             continue
     names = _bound_once(trees)
+    glued_names = _glued_names(trees)
     conditions: dict[str, set[tuple[str, object]]] = {}
     for tree in trees:
+        bound = _bound_in(tree)
         for call in ast.walk(tree):
             if not isinstance(call, ast.Call) or not _is_claim(call):
                 continue
@@ -280,6 +400,13 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
             found = conditions.setdefault(key, set())
             if ast.dump(holds) == ast.dump(value):
                 found.add(TRUE)
+            elif isinstance(holds, ast.Name) and holds.id in bound:
+                holds = bound[holds.id]  # claim(k, ratio, ok) with ok = ratio <= 1 ...
+
+            def sibling(node: ast.AST, key: str = key) -> str | None:
+                other = glued_names.get(getattr(node, "id", ""))
+                return other if other != key else None
+
             parents = _parents(holds)
             for compare in ast.walk(holds):
                 stated = [(side, cond) for side, cond in _near(compare, names)]
@@ -288,6 +415,7 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
                         (side, _condition(op, literal))
                         for side, op, literal in _comparisons(compare, names)
                     ]
+                    stated += list(_relations(compare, sibling))
                 for side, condition in stated:
                     reads = {
                         ast.dump(n)
@@ -300,8 +428,11 @@ def claim_conditions(cells: list[str]) -> dict[str, set[tuple[str, object]]]:
     return conditions
 
 
-def _keys_read(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
-    """The string keys ``node`` subscripts with, directly or through ``aliases``."""
+def _keys_read(
+    node: ast.AST, aliases: dict[str, set[str]], wrappers: dict[str, int] | None = None
+) -> set[str]:
+    """The string keys ``node`` subscripts with, directly, through ``aliases`` or
+    through a one-line helper in ``wrappers`` (:func:`_wrappers`)."""
     keys: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant):
@@ -309,6 +440,11 @@ def _keys_read(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
                 keys.add(n.slice.value)
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             keys |= aliases.get(n.id, set())
+        elif isinstance(n, ast.Call) and getattr(n.func, "id", None) in (wrappers or {}):
+            at = (wrappers or {})[getattr(n.func, "id", "")]
+            arg = n.args[at] if len(n.args) > at else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                keys.add(arg.value)
     return keys
 
 
@@ -319,6 +455,7 @@ def restatements(
     a claim's glued value the way the claim does."""
     tree = ast.parse(test_source)
     names = _bound_once([tree])
+    wrappers = _wrappers(tree)
     parents = _parents(tree)
     found = []
     for function in ast.walk(tree):
@@ -340,11 +477,19 @@ def restatements(
                         local[target.id] = number
         for node in ast.walk(function):
             if isinstance(node, ast.Assign):
-                read = _keys_read(node.value, aliases)
+                read = _keys_read(node.value, aliases, wrappers)
                 for target in node.targets:
                     for n in ast.walk(target):
                         if isinstance(n, ast.Name):
                             aliases[n.id] = aliases.get(n.id, set()) | read
+
+        def glued(node: ast.AST, aliases: dict[str, set[str]] = aliases) -> str | None:
+            keys = _keys_read(node, aliases, wrappers)
+            whole = isinstance(node, ast.Subscript | ast.Name | ast.Call)
+            if whole and not isinstance(node, ast.Call) or _name(node) in wrappers:
+                return next(iter(keys)) if len(keys) == 1 else None
+            return None
+
         for statement in ast.walk(function):
             if not isinstance(statement, ast.Assert):
                 continue
@@ -364,8 +509,12 @@ def restatements(
                     for side, op, literal in _comparisons(compare, names):
                         parts = list(_in_comprehensions(side, statement, parents))
                         checked.append((parts, _condition(op, literal), compare.lineno))
+                    for side, relation in _relations(compare, glued):
+                        parts = list(_in_comprehensions(side, statement, parents))
+                        checked.append((parts, relation, compare.lineno))
             for parts, condition, line in checked:
-                for key in sorted(set().union(*(_keys_read(p, aliases) for p in parts))):
+                keys = (_keys_read(p, aliases, wrappers) for p in parts)
+                for key in sorted(set().union(*keys)):
                     if condition in conditions.get(key, ()):
                         op, literal = condition
                         found.append((line, key, f"{op} {literal!r}"))

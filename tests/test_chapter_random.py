@@ -54,10 +54,6 @@ def test_random_key_reuse_checker(book, g):
     assert "debugging.html" in hrefs
 
 
-def test_random_batches(g):
-    assert g["rows_identical_shared_key"] == (True, 4)
-
-
 def test_random_in_compiled_code(g):
     assert g["global_key_caught"].startswith("Previously-consumed key passed to jit")
     # fold_in(base_key, step): three different states, and step 2 redone exactly.

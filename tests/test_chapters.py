@@ -185,7 +185,9 @@ def test_restatements_are_found():
     """The check finds a restated bound (through a name, a wrapper, an alias and a
     comprehension, a constant on either side), a restated dict, set or list, and the
     literal at the end of a chain of ``==``, a tolerance written as ``pytest.approx``,
-    ``np.isclose`` or ``abs(x - c) < t``, and passes an independent check."""
+    ``np.isclose`` or ``abs(x - c) < t``, a ``holds`` bound to a name, a tuple of glues,
+    a one-line helper reading a glue, a relation between two glues, and passes an
+    independent check."""
     chapter = [
         'jaxguide.claim("kinds", kinds, kinds == {"a": [1, 2], "b": True}, "as shown")',
         'jaxguide.claim("ops", ops, ops >= {"mul", "add"}, "both")',
@@ -199,6 +201,9 @@ def test_restatements_are_found():
         'jaxguide.claim("n", n, n == 3, "three")',
         'jaxguide.claim("corr", corr, abs(corr - 0.8) < 0.03, "0.8", fmt=".3f")',
         'jaxguide.claim("grad", float(d), bool(np.isclose(d, 0.5 / np.sqrt(2.0), rtol=1e-5)), "")',
+        'ok = dtype == "bf16" and ratio <= 1\njaxguide.claim("ratio", ratio, ok, "at most 1")',
+        'jaxguide.claim("a", a, a == 16, "")\njaxguide.claim("b", b, b == 4, "")',
+        'jaxguide.glue("full", full)\njaxguide.claim("remat", remat, remat > 0.9 * full, "")',
     ]
     conditions = claim_conditions(chapter)
     assert conditions["gap"] == {("<", 1e-5)} and conditions["ok"] == {TRUE}
@@ -224,6 +229,15 @@ def test_it(g):
     assert g["grad"] == pytest.approx(exact, rel=1e-5)
     assert g["corr"] == pytest.approx(np.corrcoef(x, y)[0, 1], abs=0.03)  # independent
     assert g["corr"] == pytest.approx(0.8, abs=0.1)  # another tolerance
+    assert num(g, "ratio") <= 1
+    assert (g["a"], g["b"]) == (16, 4)
+    assert (g["a"], g["b"]) == (4, 16)  # other values
+    assert float(g["remat"]) > 0.9 * float(g["full"])
+    assert g["remat"] > 0.8 * g["full"]  # another relation
+
+
+def num(g, key):
+    return float(g[key])
 """
     assert conditions["kinds"] == {("==", ("dict", (("a", (1, 2)), ("b", True))))}
     assert restatements(test, conditions) == [
@@ -238,4 +252,8 @@ def test_it(g):
         (16, "corr", "near (0.8, 'abs', 0.03)"),
         (17, "corr", "near (0.8, 'abs', 0.03)"),
         (19, "grad", "near (0.353553390593, 'rel', 1e-05)"),
+        (22, "ratio", "<= 1.0"),
+        (23, "a", "== 16.0"),
+        (23, "b", "== 4.0"),
+        (25, "remat", "> ('glues', '(0.9*G(full))')"),
     ]

@@ -62,17 +62,15 @@ Importing ``jaxguide`` does not start JAX, so ``setup_devices`` can still choose
 the device count. Every submodule is also reachable as an attribute
 (``jaxguide.sharding.notation``): it is imported on first access.
 
-**Where the modules import JAX.** JAX, NumPy, Matplotlib, optax and orbax are imported
-inside the functions that use them (their names under ``TYPE_CHECKING`` for the
-annotations), not at a module's top. ``import jaxguide`` loads ``devices``, ``page`` and
-``timing``, so they must not import JAX (about 1 s) or Matplotlib (over 1 s): a
-program that reads only ``jaxguide.page`` (the book's build, the accelerator check)
-or calls only ``setup_devices`` pays about 0.2 s (tests/test_package.py checks that
-``import jaxguide`` imports no JAX). The modules loaded on first access follow the
-same rule, so that a call pays only for what it uses: ``sharding.notation`` or
-``train.fit`` loads no Matplotlib, ``hardware`` and ``compiled``'s text readers no JAX.
-The exceptions are ``gradcheck`` and ``pipeline``, which import NumPy at the top: every
-function of theirs uses it, and ``pipeline``'s tables hold NumPy arrays.
+**Where the modules import JAX.** ``import jaxguide`` loads ``devices``, ``page`` and
+``timing``, so they import JAX (about 1 s) and Matplotlib (over 1 s) inside the
+functions that use them: a program that reads only ``jaxguide.page`` (the book's build,
+the accelerator check) or calls only ``setup_devices`` pays about 0.2 s
+(tests/test_package.py checks that ``import jaxguide`` imports no JAX). The modules
+loaded on first access import JAX, NumPy and optax at their top, like any library;
+``compiled`` and ``hardware`` do not (their text readers and tables need no JAX), and
+Matplotlib and orbax stay inside the functions that draw or save, so that
+``sharding.notation`` or ``train.fit`` loads neither.
 """
 
 import importlib

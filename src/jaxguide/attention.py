@@ -25,13 +25,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 from jaxguide import _checks
-
-if TYPE_CHECKING:
-    import jax
-    import numpy as np
 
 __all__ = [
     "LAYOUTS",
@@ -71,8 +71,6 @@ def reference_attention(
         >>> bool(jnp.allclose(out, ref, atol=1e-6))
         True
     """
-    import jax
-    import jax.numpy as jnp
 
     causal = _checks.boolean("reference_attention", "causal", causal)
     shapes = [getattr(x, "shape", None) for x in (q, k, v)]
@@ -110,7 +108,6 @@ def chunk_table(n_devices: int, layout: str) -> np.ndarray:
         >>> chunk_table(2, "contiguous").tolist()
         [[0, 1], [2, 3]]
     """
-    import numpy as np
 
     p = _checks.positive_int("chunk_table", "n_devices", n_devices, example=8)
     _checks.one_of("chunk_table", "layout", layout, LAYOUTS)
@@ -191,7 +188,6 @@ def from_layout(x: Any, n_devices: int, layout: str, *, axis: int = 1) -> Any:
         >>> bool((from_layout(to_layout(x, 4, "zigzag", axis=0), 4, "zigzag", axis=0) == x).all())
         True
     """
-    import numpy as np
 
     order, axis = _order("from_layout", x, n_devices, layout, axis)
     return _take_chunks(x, np.argsort(order), axis)
@@ -219,7 +215,6 @@ def causal_work(n_devices: int, layout: str) -> np.ndarray:
         >>> causal_work(2, "contiguous").tolist()
         [[3, 0], [3, 4]]
     """
-    import numpy as np
 
     p = _checks.positive_int("causal_work", "n_devices", n_devices, example=8)
     _checks.one_of("causal_work", "layout", layout, LAYOUTS)

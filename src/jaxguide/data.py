@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+
+import jax
+import numpy as np
+from jax.typing import ArrayLike
 
 from jaxguide._checks import count, positive_int, real
 from jaxguide._types import Dataset
-
-if TYPE_CHECKING:
-    import jax
-    import numpy as np
-    from jax.typing import ArrayLike
 
 __all__ = [
     "Dataset",
@@ -66,7 +64,6 @@ def linear_regression(
         >>> bool(jax.numpy.allclose(y, x @ true["w"] + true["b"]))
         True
     """
-    import jax
 
     n = positive_int("linear_regression", "n_samples", n_samples)
     d = positive_int("linear_regression", "n_features", n_features)
@@ -106,7 +103,6 @@ def logistic_regression(
         >>> sorted(set(y.tolist())) in ([0.0], [1.0], [0.0, 1.0])
         True
     """
-    import jax
 
     n = positive_int("logistic_regression", "n_samples", n_samples)
     d = positive_int("logistic_regression", "n_features", n_features)
@@ -148,7 +144,6 @@ def spirals(
         >>> x.shape, sorted(y.tolist())
         ((6, 2), [0, 0, 0, 1, 1, 1])
     """
-    import numpy as np
 
     n = positive_int("spirals", "n_samples", n_samples)
     k = positive_int("spirals", "n_classes", n_classes)
@@ -180,7 +175,6 @@ def spirals(
 def _spiral_draws() -> Callable[[ArrayLike, int], tuple[jax.Array, jax.Array, jax.Array]]:
     """The random draws of :func:`spirals` (radii, angular noise, order), one compiled
     program per ``n`` instead of one per draw (the same bits as drawing them one by one)."""
-    import jax
 
     def draws(key: ArrayLike, n: int) -> tuple[jax.Array, jax.Array, jax.Array]:
         kr, kn, kp = jax.random.split(key, 3)
@@ -197,7 +191,6 @@ def _spiral_draws() -> Callable[[ArrayLike, int], tuple[jax.Array, jax.Array, ja
 def _defect_draws() -> Callable[..., tuple[jax.Array, jax.Array, jax.Array, jax.Array]]:
     """The random draws of :func:`noisy_spirals` (the arms' key, noise features, which
     labels flip, to which class), one compiled program per shape."""
-    import jax
 
     def draws(
         key: ArrayLike, n: int, n_classes: int, n_distractors: int, label_noise: float
@@ -266,7 +259,6 @@ def noisy_spirals(
         >>> x.shape, round(float((y != y_true).mean()), 2)
         ((1000, 5), 0.1)
     """
-    import numpy as np
 
     n = positive_int("noisy_spirals", "n_samples", n_samples)
     k = positive_int("noisy_spirals", "n_classes", n_classes)
@@ -321,7 +313,6 @@ def train_test_split(
         >>> len(xt), len(xs), sorted(np.concatenate([xt, xs]).tolist()) == list(range(8))
         (6, 2, True)
     """
-    import numpy as np
 
     seed = count("train_test_split", "seed", seed)
     if len(x) != len(y):
@@ -347,8 +338,6 @@ def train_test_split(
 
 @functools.lru_cache(maxsize=4)
 def _epoch_order(seed: int, epoch: int, n: int) -> np.ndarray:
-    import numpy as np
-
     return np.random.default_rng([seed, epoch]).permutation(n)
 
 
@@ -382,7 +371,6 @@ def batch_at(data: Dataset, step: int, *, batch_size: int, seed: int = 0) -> Dat
         >>> sorted(np.concatenate([a, b]).tolist()) == list(range(10))   # one epoch
         True
     """
-    import jax
 
     bs = positive_int("batch_at", "batch_size", batch_size)
     step = count("batch_at", "step", step)

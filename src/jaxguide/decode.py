@@ -22,13 +22,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxguide import _checks
-
-if TYPE_CHECKING:
-    import jax
-    from jax.typing import ArrayLike
 
 __all__ = ["sample", "kv_cache_bytes", "decode_step_seconds"]
 
@@ -80,8 +78,6 @@ def sample(
         >>> sorted(set(draws.ravel().tolist()))          # 0.5 + 0.3 reaches 0.6
         [0, 1]
     """
-    import jax
-    import jax.numpy as jnp
 
     temperature = _checks.real(
         "sample", "temperature", temperature, minimum=0.0, hint=" Pass 0 for greedy, e.g. 0.8."

@@ -225,20 +225,7 @@ def launch(
         exclusive=True,
         hint=" Pass a number of seconds such as 120.",
     )
-    if port is None:
-        port = free_port()
-    else:
-        port = _check_int("port", port)
-        if port > 65535:
-            raise ValueError(
-                f"launch(port={port}): port must be a TCP port in [1, 65535]; pass port=None "
-                "to pick a free one."
-            )
-        if _port_taken(port):
-            raise LaunchError(
-                f"launch: port {port} on {HOST} is already in use, so the coordinator cannot listen there; "
-                "pass port=None to pick a free port, or stop what is using it."
-            )
+    port = free_port() if port is None else _checked_port(port)
     base_env = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
     base_env.update(
         {
@@ -248,69 +235,101 @@ def launch(
             "PYTHONUNBUFFERED": "1",
         }
     )
-
     # What Python prints and what native code writes go to separate files: libraries
     # such as Gloo write from their own threads, and a shared file would interleave
     # their lines with the program's, differently on every run.
-    outs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
-    errs = [tempfile.TemporaryFile(mode="w+b") for _ in range(n)]
-    procs: list[subprocess.Popen] = []
-    start = time.perf_counter()
-    ended: dict[int, float] = {}
-
-    def results() -> list[ProcessResult]:
-        out = []
-        for i, p in enumerate(procs):
-            output, stderr = (_read(f) for f in (outs[i], errs[i]))
-            code = p.returncode if i in ended else None
-            seconds = ended.get(i, time.perf_counter() - start)
-            out.append(ProcessResult(i, p.pid, code, output, stderr, seconds))
-        return out
-
+    run = _Run(
+        outs=[tempfile.TemporaryFile(mode="w+b") for _ in range(n)],
+        errs=[tempfile.TemporaryFile(mode="w+b") for _ in range(n)],
+    )
     try:
         for i in range(n):
-            procs.append(
+            run.procs.append(
                 subprocess.Popen(
                     command,
                     env={**base_env, ENV["process_id"]: str(i)},
-                    stdout=outs[i],
-                    stderr=errs[i],
+                    stdout=run.outs[i],
+                    stderr=run.errs[i],
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                 )
             )
-        while True:
-            for i, p in enumerate(procs):
-                if p.poll() is not None and i not in ended:
-                    ended[i] = time.perf_counter() - start
-            failed = [i for i, p in enumerate(procs) if p.returncode not in (None, 0)]
-            if failed and stop_on_failure:
-                _stop(procs)
-                res = results()
-                first = res[failed[0]]
-                raise LaunchError(
-                    f"launch: process {first.process_id} of {n} exited with code {first.returncode}; "
-                    f"the other processes were stopped. Its last output:\n"
-                    f"{first.tail()}",
-                    res,
-                )
-            if len(ended) == n:
-                return results()
-            if time.perf_counter() - start > timeout:
-                _stop(procs)
-                res = results()
-                waiting = [r.process_id for r in res if r.process_id not in ended]
-                last = res[waiting[0]]
-                raise LaunchError(
-                    f"launch: timed out after {timeout:g} s; process(es) {waiting} of {n} were still running "
-                    f"and have been stopped. Last output of process {last.process_id}:\n{last.tail() or '(nothing)'}",
-                    res,
-                )
-            time.sleep(0.05)
+        return _supervise(run, timeout, stop_on_failure)
     finally:
-        _stop(procs)
-        for f in outs + errs:
+        _stop(run.procs)
+        for f in run.outs + run.errs:
             f.close()
+
+
+def _checked_port(port: int) -> int:
+    """``port``, checked to be a TCP port that nothing on :data:`HOST` listens on."""
+    port = _check_int("port", port)
+    if port > 65535:
+        raise ValueError(
+            f"launch(port={port}): port must be a TCP port in [1, 65535]; pass port=None "
+            "to pick a free one."
+        )
+    if _port_taken(port):
+        raise LaunchError(
+            f"launch: port {port} on {HOST} is already in use, so the coordinator cannot listen there; "
+            "pass port=None to pick a free port, or stop what is using it."
+        )
+    return port
+
+
+@dataclasses.dataclass
+class _Run:
+    """The processes of one :func:`launch`, their output files, and when each ended
+    (seconds from the start)."""
+
+    outs: list[IO[bytes]]
+    errs: list[IO[bytes]]
+    procs: list[subprocess.Popen] = dataclasses.field(default_factory=list)
+    start: float = dataclasses.field(default_factory=time.perf_counter)
+    ended: dict[int, float] = dataclasses.field(default_factory=dict)
+
+    def results(self) -> list[ProcessResult]:
+        out = []
+        for i, p in enumerate(self.procs):
+            output, stderr = (_read(f) for f in (self.outs[i], self.errs[i]))
+            code = p.returncode if i in self.ended else None
+            seconds = self.ended.get(i, time.perf_counter() - self.start)
+            out.append(ProcessResult(i, p.pid, code, output, stderr, seconds))
+        return out
+
+
+def _supervise(run: _Run, timeout: float, stop_on_failure: bool) -> list[ProcessResult]:
+    """Wait for every process of ``run``; stop them all on the first failure (when
+    ``stop_on_failure``) or after ``timeout`` seconds, and raise :class:`LaunchError`."""
+    n = len(run.procs)
+    while True:
+        for i, p in enumerate(run.procs):
+            if p.poll() is not None and i not in run.ended:
+                run.ended[i] = time.perf_counter() - run.start
+        failed = [i for i, p in enumerate(run.procs) if p.returncode not in (None, 0)]
+        if failed and stop_on_failure:
+            _stop(run.procs)
+            res = run.results()
+            first = res[failed[0]]
+            raise LaunchError(
+                f"launch: process {first.process_id} of {n} exited with code {first.returncode}; "
+                f"the other processes were stopped. Its last output:\n"
+                f"{first.tail()}",
+                res,
+            )
+        if len(run.ended) == n:
+            return run.results()
+        if time.perf_counter() - run.start > timeout:
+            _stop(run.procs)
+            res = run.results()
+            waiting = [r.process_id for r in res if r.process_id not in run.ended]
+            last = res[waiting[0]]
+            raise LaunchError(
+                f"launch: timed out after {timeout:g} s; process(es) {waiting} of {n} were still running "
+                f"and have been stopped. Last output of process {last.process_id}:\n{last.tail() or '(nothing)'}",
+                res,
+            )
+        time.sleep(0.05)
 
 
 def format_outputs(results: list[ProcessResult], *, drop: tuple[str, ...] = ()) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 
 from jaxguide._checks import function, real
@@ -71,7 +72,6 @@ def numerical_grad(f: Callable[[PyTree], Any], params: PyTree, eps: float = 1e-3
         >>> [round(float(v), 2) for v in g]
         [2.0, 4.0]
     """
-    import jax
 
     eps = _check_eps("numerical_grad", eps)
     function("numerical_grad", "f", f, what="a function params -> scalar")
@@ -147,7 +147,6 @@ def check_grad(
         >>> check_grad(lambda x: jnp.sum(jnp.sin(x)), jnp.array([0.5, 1.0])) < 1e-3
         True
     """
-    import jax
 
     rtol, atol = _check_tol("rtol", rtol), _check_tol("atol", atol)
     eps = _check_eps("check_grad", eps)

@@ -37,6 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 from jaxguide import _checks
 
 __all__ = [
@@ -190,10 +194,6 @@ def check_kernel(
     atol = _checks.real(fn, "atol", atol, minimum=0.0, hint=hint)
     rtol = _checks.real(fn, "rtol", rtol, minimum=0.0, hint=hint)
     seed = _checks.count(fn, "seed", seed, example=0)
-
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     results = []
@@ -483,7 +483,6 @@ def lower_for(platform: str, f: Callable[..., Any], *args: Any) -> Lowering:
     fn = "lower_for"
     _checks.one_of(fn, "platform", platform, ("tpu", "cuda", "rocm", "cpu"))
     _checks.function(fn, "f", f, what="a function of arrays")
-    import jax
 
     text, error = "", ""
     with warnings.catch_warnings(record=True) as caught:

@@ -32,13 +32,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
 
 from jaxguide import _checks
-
-if TYPE_CHECKING:
-    import jax
-    from jax.typing import ArrayLike
 
 __all__ = [
     "LabeledBatch",
@@ -79,7 +80,6 @@ def _check_features(fn: str, w: Any, x: Any) -> None:
 
 def _affine(fn: str, params: object, x: ArrayLike) -> jax.Array:
     """``x @ w + b``, after checking ``params`` and the feature count, for ``fn``'s errors."""
-    import jax.numpy as jnp
 
     if not (isinstance(params, Mapping) and {"w", "b"} <= params.keys()):
         raise _checks.wrong_type(
@@ -111,8 +111,6 @@ def init_linear(key: ArrayLike, n_features: int, scale: float = 0.1) -> dict[str
         >>> p["w"].shape, float(p["b"])
         ((3,), 0.0)
     """
-    import jax
-    import jax.numpy as jnp
 
     n_features = _checks.positive_int("init_linear", "n_features", n_features, example=3)
     scale = _checks.real("init_linear", "scale", scale, minimum=0.0, hint=" Pass e.g. 0.1.")
@@ -182,7 +180,6 @@ def mse_loss(params: LinearParams, x: ArrayLike, y: ArrayLike) -> jax.Array:
         >>> float(mse_loss(params, jnp.array([[1.0], [2.0]]), jnp.array([2.0, 5.0])))
         0.5
     """
-    import jax.numpy as jnp
 
     pred = _affine("mse_loss", params, x)
     _check_targets("mse_loss", pred, y)
@@ -209,7 +206,6 @@ def predict_logistic(params: LinearParams, x: ArrayLike) -> jax.Array:
         >>> float(predict_logistic(params, jnp.array([3.0])))
         0.5
     """
-    import jax
 
     return jax.nn.sigmoid(_affine("predict_logistic", params, x))
 
@@ -239,9 +235,6 @@ def logistic_loss(params: LinearParams, x: ArrayLike, y: ArrayLike) -> jax.Array
         >>> round(float(logistic_loss(params, jnp.ones((2, 1)), jnp.array([0.0, 1.0]))), 4)
         0.6931
     """
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
 
     logits = _affine("logistic_loss", params, x)
     _check_targets("logistic_loss", logits, y)
@@ -279,8 +272,6 @@ def init_mlp(key: ArrayLike, sizes: Sequence[int]) -> list[dict[str, jax.Array]]
         >>> [p["b"].shape for p in init_mlp(jax.random.key(0), (4, 8, 2))]
         [(8,), (2,)]
     """
-    import jax
-    import jax.numpy as jnp
 
     sizes = _checks.positive_ints("init_mlp", "sizes", sizes, example="(2, 64, 3)")
     if len(sizes) < 2:
@@ -299,8 +290,6 @@ def init_mlp(key: ArrayLike, sizes: Sequence[int]) -> list[dict[str, jax.Array]]
 
 
 def _check_mlp(params: object, x: ArrayLike) -> jax.Array:
-    import jax.numpy as jnp
-
     if (
         not isinstance(params, (list, tuple))
         or not params
@@ -334,7 +323,6 @@ def mlp(params: MLPParams, x: ArrayLike) -> jax.Array:
         >>> mlp(params, jnp.ones((5, 2))).shape, mlp(params, jnp.ones(2)).shape
         ((5, 3), (3,))
     """
-    import jax
 
     x = _check_mlp(params, x)
     *hidden, last = params
@@ -344,8 +332,6 @@ def mlp(params: MLPParams, x: ArrayLike) -> jax.Array:
 
 
 def _check_labels(fn: str, logits: ArrayLike, labels: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    import jax.numpy as jnp
-
     logits, labels = jnp.asarray(logits), jnp.asarray(labels)
     if not jnp.issubdtype(labels.dtype, jnp.integer):
         raise TypeError(
@@ -394,8 +380,6 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike) -> jax.Array:
         >>> float(cross_entropy(sure, jnp.array([0]))) < 1e-7
         True
     """
-    import jax
-    import jax.numpy as jnp
 
     logits, labels = _check_labels("cross_entropy", logits, labels)
     log_p = jax.nn.log_softmax(logits)
@@ -422,7 +406,6 @@ def accuracy(logits: ArrayLike, labels: ArrayLike) -> jax.Array:
         >>> float(accuracy(jnp.array([[2.0, 1.0], [0.0, 3.0]]), jnp.array([0, 0])))
         0.5
     """
-    import jax.numpy as jnp
 
     logits, labels = _check_labels("accuracy", logits, labels)
     return jnp.mean(jnp.argmax(logits, axis=-1) == labels)

@@ -27,12 +27,12 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
 
 from jaxguide import _checks
-
-if TYPE_CHECKING:
-    import jax
 
 __all__ = ["Routing", "capacity", "route", "load_balancing_loss"]
 
@@ -57,7 +57,6 @@ class Routing(NamedTuple):
     @property
     def dropped(self) -> jax.Array:
         """How many choices did not fit in their expert (an int32 scalar)."""
-        import jax.numpy as jnp
 
         return jnp.sum(~self.kept, dtype=jnp.int32)
 
@@ -101,8 +100,6 @@ def capacity(tokens: int, experts: int, k: int = 1, factor: float = 1.0) -> int:
 
 
 def _matrix(fn: str, name: str, value: object, *, integer: bool) -> jax.Array:
-    import jax.numpy as jnp
-
     if not hasattr(value, "shape") or not hasattr(value, "dtype"):
         raise _checks.wrong_type(fn, name, value, "an array")
     array = jnp.asarray(value)
@@ -148,8 +145,6 @@ def route(logits: jax.Array, k: int, capacity: int, *, normalize: bool = False) 
         >>> round(float(r.gates.sum()), 6)
         1.0
     """
-    import jax
-    import jax.numpy as jnp
 
     logits = _matrix("route", "logits", logits, integer=False)
     n_tokens, n_experts = logits.shape
@@ -200,8 +195,6 @@ def load_balancing_loss(probs: jax.Array, experts: jax.Array) -> jax.Array:
         >>> round(float(load_balancing_loss(probs, jnp.array([[0], [0]]))), 4)  # 2 * 0.85
         1.7
     """
-    import jax
-    import jax.numpy as jnp
 
     probs = _matrix("load_balancing_loss", "probs", probs, integer=False)
     experts = _matrix("load_balancing_loss", "experts", experts, integer=True)

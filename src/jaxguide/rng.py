@@ -21,12 +21,11 @@ Example:
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
 
 from jaxguide import _checks
-
-if TYPE_CHECKING:
-    import jax
 
 __all__ = ["KeyStream", "is_typed_key"]
 
@@ -45,7 +44,6 @@ def is_typed_key(key: object) -> bool:
         >>> is_typed_key(jax.random.key(0)), is_typed_key(jax.random.PRNGKey(0))
         (True, False)
     """
-    import jax
 
     return bool(jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key))
 
@@ -75,8 +73,6 @@ class KeyStream:
     """
 
     def __init__(self, seed_or_key: int | jax.Array = 0) -> None:
-        import jax
-
         self._key: jax.Array
         if isinstance(seed_or_key, numbers.Integral) and not isinstance(seed_or_key, bool):
             self._key = jax.random.key(int(seed_or_key))
@@ -92,8 +88,6 @@ class KeyStream:
 
     def __call__(self, n: int | None = None) -> jax.Array:
         """The next key, or the next ``n`` keys stacked (shape ``(n,)``)."""
-        import jax
-        import jax.numpy as jnp
 
         if n is None:
             key = jax.random.fold_in(self._key, self.count)

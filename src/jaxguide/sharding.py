@@ -26,12 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import jax
+from jax.sharding import AxisType, NamedSharding, PartitionSpec, Sharding
+from jax.sharding import PartitionSpec as P
+
 from jaxguide import _checks, _wcag
 from jaxguide._types import Batch
 
 if TYPE_CHECKING:
-    import jax
-    from jax.sharding import PartitionSpec, Sharding
     from matplotlib.axes import Axes
 
 __all__ = [
@@ -195,7 +197,6 @@ def notation(
         >>> notation(w, "W", indices="KN")
         'W[K_x, N]'
     """
-    from jax.sharding import PartitionSpec, Sharding
 
     if isinstance(arr_or_sharding, PartitionSpec):
         spec, mesh = arr_or_sharding, None
@@ -336,7 +337,6 @@ def plot_sharding(
         >>> plt.close(ax.figure)
     """
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
     _as_array(arr, "plot_sharding")
     if arr.ndim not in (1, 2):
@@ -352,62 +352,7 @@ def plot_sharding(
         _, ax = plt.subplots(figsize=(width, height + 0.5), layout="constrained")
     colors = _device_colors({d for b in blocks for d in b.devices})
     for b in blocks:
-        (r0, r1), (c0, c1) = ((0, 1), b.bounds[0]) if arr.ndim == 1 else b.bounds
-        n = len(b.devices)
-        if n == 1:
-            ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]]))
-        else:
-            # Replicated: a hatched block with one colour chip per holding device along
-            # its bottom edge, so that it cannot be mistaken for a split.
-            ax.add_patch(
-                Rectangle(
-                    (c0, r0),
-                    c1 - c0,
-                    r1 - r0,
-                    facecolor=_HATCH_FACE,
-                    hatch="//",
-                    edgecolor=_HATCH_LINES,
-                    linewidth=0,
-                )
-            )
-            band = 0.22 * (r1 - r0)
-            w = (c1 - c0) / n
-            for k, dev in enumerate(b.devices):
-                ax.add_patch(
-                    Rectangle(
-                        (c0 + k * w, r1 - band),
-                        w,
-                        band,
-                        facecolor=colors[dev],
-                        edgecolor="white",
-                        linewidth=0.5,
-                    )
-                )
-        ax.add_patch(
-            Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2)
-        )
-        if n == 1:
-            # Straight on the device's colour, in black or white, whichever contrasts more.
-            label = f"D{b.devices[0]}"
-            style: dict[str, Any] = {"color": _label_color(colors[b.devices[0]])}
-        else:
-            # In black on a white box over the hatching.
-            if n <= 4:
-                label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
-            else:
-                label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
-            box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": _LABEL_BOX_ALPHA}
-            style = {"color": "#000000", "bbox": {**box, "linewidth": 0}}
-        ax.text(
-            (c0 + c1) / 2,
-            (r0 + r1) / 2,
-            label,
-            ha="center",
-            va="center",
-            fontsize=8,
-            fontweight="bold",
-            **style,
-        )
+        _draw_block(ax, b, colors, arr.ndim)
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     edges_c = sorted({e for b in blocks for e in (b.bounds[-1])})
@@ -425,6 +370,69 @@ def plot_sharding(
         heading += f"\n{spec}"
     ax.set_title(heading, fontsize=9)
     return ax
+
+
+def _draw_block(ax: Axes, b: Block, colors: dict[int, str], ndim: int) -> None:
+    """One block of :func:`plot_sharding`: its device's colour, or a hatched block with a
+    chip per device when replicated, an outline, and its label."""
+    from matplotlib.patches import Rectangle
+
+    (r0, r1), (c0, c1) = ((0, 1), b.bounds[0]) if ndim == 1 else b.bounds
+    n = len(b.devices)
+    if n == 1:
+        ax.add_patch(Rectangle((c0, r0), c1 - c0, r1 - r0, facecolor=colors[b.devices[0]]))
+    else:
+        # Replicated: a hatched block with one colour chip per holding device along
+        # its bottom edge, so that it cannot be mistaken for a split.
+        ax.add_patch(
+            Rectangle(
+                (c0, r0),
+                c1 - c0,
+                r1 - r0,
+                facecolor=_HATCH_FACE,
+                hatch="//",
+                edgecolor=_HATCH_LINES,
+                linewidth=0,
+            )
+        )
+        band = 0.22 * (r1 - r0)
+        w = (c1 - c0) / n
+        for k, dev in enumerate(b.devices):
+            ax.add_patch(
+                Rectangle(
+                    (c0 + k * w, r1 - band),
+                    w,
+                    band,
+                    facecolor=colors[dev],
+                    edgecolor="white",
+                    linewidth=0.5,
+                )
+            )
+    ax.add_patch(
+        Rectangle((c0, r0), c1 - c0, r1 - r0, fill=False, edgecolor="black", linewidth=1.2)
+    )
+    if n == 1:
+        # Straight on the device's colour, in black or white, whichever contrasts more.
+        label = f"D{b.devices[0]}"
+        style: dict[str, Any] = {"color": _label_color(colors[b.devices[0]])}
+    else:
+        # In black on a white box over the hatching.
+        if n <= 4:
+            label = " ".join(f"D{d}" for d in b.devices) + f"\nreplicated ×{n}"
+        else:
+            label = f"D{b.devices[0]}…D{b.devices[-1]}\nreplicated ×{n}"
+        box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": _LABEL_BOX_ALPHA}
+        style = {"color": "#000000", "bbox": {**box, "linewidth": 0}}
+    ax.text(
+        (c0 + c1) / 2,
+        (r0 + r1) / 2,
+        label,
+        ha="center",
+        va="center",
+        fontsize=8,
+        fontweight="bold",
+        **style,
+    )
 
 
 def make_mesh(
@@ -454,8 +462,6 @@ def make_mesh(
         >>> mesh.axis_names, mesh.axis_types[0].name
         (('x',), 'Auto')
     """
-    import jax
-    from jax.sharding import AxisType
 
     shape = _checks.positive_ints("make_mesh", "shape", shape, example="(4, 2)")
     names = _checks.strings(
@@ -484,8 +490,6 @@ def make_mesh(
 
 
 def _batch_size(tree: Batch, what: str) -> int:
-    import jax
-
     leaves = jax.tree.leaves(tree)
     if not leaves or any(getattr(l, "ndim", 0) < 1 for l in leaves):
         raise ValueError(f"{what}: expected arrays with a leading batch axis, got {tree!r:.80}.")
@@ -519,7 +523,6 @@ def split_batch(batch: Batch, n_devices: int | None = None) -> Batch:
         >>> x.shape, y.shape
         ((4, 2, 3), (4, 2))
     """
-    import jax
 
     if n_devices is None:
         n = jax.device_count()
@@ -565,9 +568,6 @@ def shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axis: str | tuple[str, ..
 def _shard_batch(batch: Batch, mesh: jax.sharding.Mesh, axes: tuple[str, ...]) -> Batch:
     """:func:`shard_batch` with its arguments already checked: ``train.fit`` checks the
     mesh, the axes and the batch size once, not at every step."""
-    import jax
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     return jax.device_put(batch, NamedSharding(mesh, P(axes[0] if len(axes) == 1 else axes)))
 
@@ -601,7 +601,6 @@ def show(arr: jax.Array, name: str = "A", *, indices: str | Sequence[str] | None
         A[I_x, J]    jax.typeof: float32[...
         >>> plt.close("all")
     """
-    import jax
 
     _as_array(arr, "show")
     print(f"{notation(arr, name, indices=indices)}    jax.typeof: {jax.typeof(arr)}")

@@ -27,13 +27,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import jax
+import numpy as np
+import optax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from jax.typing import ArrayLike
+
 from jaxguide import _checks
 from jaxguide._types import PyTree
 
 if TYPE_CHECKING:
-    import jax
-    import optax
-    from jax.typing import ArrayLike
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -83,8 +87,6 @@ def make_step(
         >>> float(p), float(loss)    # 1 - 0.25 * 2 * (1 - 3)
         (2.0, 4.0)
     """
-    import jax
-    import optax
 
     _checks.function("make_step", "loss_fn", loss_fn, what="a function (params, batch) -> loss")
     jit = _checks.boolean("make_step", "jit", jit)
@@ -160,9 +162,6 @@ def replicate(tree: PyTree, mesh: jax.sharding.Mesh) -> PyTree:
 
 def _replicate(tree: PyTree, mesh: jax.sharding.Mesh) -> PyTree:
     """:func:`replicate` for a mesh already checked (:func:`fit` checks it once)."""
-    import jax
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     return jax.device_put(tree, NamedSharding(mesh, P()))
 
@@ -229,12 +228,7 @@ def fit(
         >>> params, history.steps, len(history.loss), [line.split()[1] for line in lines]
         (4, [1, 2, 3, 4], 4, ['2/4', '4/4'])
     """
-    import math
-
-    import jax
-
     from jaxguide.data import batch_at
-    from jaxguide.sharding import _shard_batch
 
     _checks.function("fit", "step", step, what="a step from make_step")
     steps = _checks.positive_int("fit", "steps", steps, example=100)
@@ -247,29 +241,14 @@ def fit(
         _checks.function("fit", "evaluate", evaluate, what="a function params -> dict of metrics")
     _checks.function("fit", "print_fn", print_fn, what="a function str -> None, such as print")
     if mesh is not None:
-        _checks.mesh("fit", "mesh", mesh)
-        axes = _checks.mesh_axes("fit", "axis", axis, mesh)
-        _checks.divides("fit", "batch_size", batch_size, math.prod(mesh.shape[a] for a in axes))
-        # Checked here once: the helpers below do not check them again at every step.
-        params, opt_state = _replicate((params, opt_state), mesh)
-        if place is None:
-
-            def place(batch: PyTree) -> PyTree:
-                return _shard_batch(batch, mesh, axes)
-
+        params, opt_state, place = _on_mesh(mesh, axis, batch_size, params, opt_state, place)
     if place is not None:
         _checks.function("fit", "place", place, what="a function batch -> batch")
 
     history = History()
 
     def record_metrics(at: int) -> str:
-        if evaluate is None:
-            return ""
-        values = {k: float(v) for k, v in evaluate(params).items()}
-        history.eval_steps.append(at)
-        for k, v in values.items():
-            history.metrics.setdefault(k, []).append(v)
-        return "".join(f"  {k} {v:.4f}" for k, v in values.items())
+        return _record(history, evaluate, params, at)
 
     losses: list[jax.Array] = []
     t0 = time.perf_counter()
@@ -303,6 +282,49 @@ def fit(
     return params, opt_state, history
 
 
+def _on_mesh(
+    mesh: jax.sharding.Mesh,
+    axis: str | tuple[str, ...],
+    batch_size: int,
+    params: PyTree,
+    opt_state: PyTree,
+    place: Callable[[PyTree], PyTree] | None,
+) -> tuple[PyTree, PyTree, Callable[[PyTree], PyTree]]:
+    """:func:`fit`'s data parallelism: ``params`` and ``opt_state`` replicated over
+    ``mesh``, and ``place`` (unless given) splitting a batch over ``axis``. The mesh, the
+    axes and the batch size are checked here once, not again at every step."""
+    import math
+
+    from jaxguide.sharding import _shard_batch
+
+    _checks.mesh("fit", "mesh", mesh)
+    axes = _checks.mesh_axes("fit", "axis", axis, mesh)
+    _checks.divides("fit", "batch_size", batch_size, math.prod(mesh.shape[a] for a in axes))
+    params, opt_state = _replicate((params, opt_state), mesh)
+    if place is None:
+
+        def place(batch: PyTree) -> PyTree:
+            return _shard_batch(batch, mesh, axes)
+
+    return params, opt_state, place
+
+
+def _record(
+    history: History,
+    evaluate: Callable[[PyTree], dict[str, Any]] | None,
+    params: PyTree,
+    at: int,
+) -> str:
+    """Add ``evaluate(params)`` at step ``at`` to ``history``; the text of a report."""
+    if evaluate is None:
+        return ""
+    values = {k: float(v) for k, v in evaluate(params).items()}
+    history.eval_steps.append(at)
+    for k, v in values.items():
+        history.metrics.setdefault(k, []).append(v)
+    return "".join(f"  {k} {v:.4f}" for k, v in values.items())
+
+
 def plot_history(history: History, *, title: str | None = None) -> Figure:
     """Training loss per step (log scale, with a running mean) beside ``evaluate``'s
     metrics at each report.
@@ -329,7 +351,6 @@ def plot_history(history: History, *, title: str | None = None) -> Figure:
         >>> plt.close(fig)
     """
     import matplotlib.pyplot as plt
-    import numpy as np
 
     _checks.instance(
         "plot_history",
@@ -411,7 +432,6 @@ def plot_decision_boundary(
         >>> plt.close(ax.figure)
     """
     import matplotlib.pyplot as plt
-    import numpy as np
 
     _checks.function(
         "plot_decision_boundary", "predict", predict, what="a function points -> logits"
