@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from bookcheck import VERDICT, errors, glued
+from bookcheck import errors, glued
 
 pytestmark = pytest.mark.book
 
@@ -167,8 +167,6 @@ def test_recompilation_traps(book):
     assert "Static(val=4) and before" in logs[2]
     # log_compiles: exactly one compilation of moment for the new shape.
     assert sum("Compiling jit(moment)" in line for line in g["compile_logs"]) == 1
-    assert re.fullmatch(VERDICT, g["recompile_cost"]), g["recompile_cost"]
-    assert "slower" in g["recompile_cost"]
 
 
 def test_persistent_cache_traces_in_every_process(book):
@@ -191,6 +189,12 @@ def test_persistent_cache_traces_in_every_process(book):
     assert not any("MISS for" in line or line.startswith("Writing") for line in lines_2)
     assert any(line.startswith("Compiling jit(step)") for line in second["logged"])
     assert g["persistent_files"]["jit_step"] == 2  # one program per shape
+    # The rest are the eager jnp.ones calls, one program per primitive.
+    assert set(g["persistent_files"]) == {
+        "jit_step",
+        "jit_broadcast_in_dim",
+        "jit_convert_element_type",
+    }
 
 
 def test_nnx_objects_closed_over_by_jit(book):
@@ -226,16 +230,14 @@ def test_donation_saves_the_parameters(book):
         "Some donated buffers were not usable: float32[512,512]"
     )
     # Under the NaN checker: a function compiled earlier with donation cannot be rerun
-    # (its input is deleted); one first compiled under the checker does not donate,
-    # names the primitive, and keeps its input after the checker is off again.
+    # (its input is deleted); one first compiled under the checker does not donate
+    # and names the primitive.
     runs = g["donation_runs"]
     raised, deleted = runs["compiled before"]
     assert "deleted" in raised and "nan" not in raised.lower() and deleted is True
-    assert runs["compiled during, called after"] is False
-    assert runs["after jax.clear_caches()"] is True  # recompiled, with donation
-    # The inf checker keeps donation: its rerun finds the input deleted.
-    raised, deleted = runs["inf checker, compiled during"]
-    assert raised.startswith("RuntimeError: Array has been deleted") and deleted is True
+    raised, deleted = runs["compiled during"]
+    assert raised.startswith("FloatingPointError") and "log" in raised
+    assert deleted is False
 
 
 def test_cost_analysis_before_and_after_optimization(book):
@@ -269,14 +271,23 @@ def test_vmapped_print_is_unrolled(book):
 
 
 def test_donated_buffer_reuse(book):
-    """Reused when element count and element size match; a warning only when no
-    output has as many elements."""
+    """JAX aliases only an exact (shape, dtype) match and offers an input with an
+    output of as many elements to XLA as a donor; XLA:CPU reuses a donor whose
+    elements are the same size. No donor, and a warning, without such an output."""
     reuse = glued(book, "debugging")["donation_reuse"]
-    sizes = {"f32[2,2]": (4, 4), "i32[4]": (4, 4), "f16[4]": (4, 2), "f16[8]": (8, 2)}
+    sizes = {
+        "f32[4]": (4, 4, True),
+        "f32[2,2]": (4, 4, False),
+        "i32[4]": (4, 4, False),
+        "f16[4]": (4, 2, False),
+        "f16[8]": (8, 2, False),
+    }
     assert len(reuse) == len(sizes)
-    for label, (deleted, warnings) in reuse.items():
-        count, itemsize = sizes[label.split(" -> ")[1]]  # the donated f32[4]: (4, 4)
-        assert (deleted, warnings) == ((count, itemsize) == (4, 4), int(count != 4))
+    for label, (mark, aliased, deleted, warnings) in reuse.items():
+        count, itemsize, exact = sizes[label.split(" -> ")[1]]  # from f32[4]
+        assert mark == ("aliased" if exact else "donor" if count == 4 else "neither")
+        assert aliased == deleted == ((count, itemsize) == (4, 4))
+        assert warnings == int(count != 4)
 
 
 def test_rank_promotion_flag(book):
@@ -284,3 +295,18 @@ def test_rank_promotion_flag(book):
     assert tuple(shape) == np.broadcast_shapes((3,), (3, 1))
     assert error.startswith("ValueError: Operands could not be broadcast together")
     assert "(3,) (3, 1)" in error
+
+
+def test_nested_vmap_prints_column_by_column(book):
+    """vmap(vmap) with ordered=True prints the inner axis's index slowest: the grid's
+    transpose, read row by row; without ordered=True the same values in some order."""
+    g = glued(book, "debugging")
+    grid = np.arange(6.0).reshape(2, 3)
+    assert g["nested_ordered"] == " ".join(str(v) for v in grid.T.ravel())
+
+
+def test_print_before_a_trace_time_error(book):
+    """A trace-time error leaves no program to run the print; eagerly it prints."""
+    seen = glued(book, "debugging")["print_before_error"]
+    assert seen["jit"] == []
+    assert seen["disable_jit"] == [f"x = {np.arange(3.0)}"]
