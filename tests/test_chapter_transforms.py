@@ -61,11 +61,18 @@ def test_what_each_transformation_refuses(book):
     assert g["relu_py_grad"] == {
         "grad": (1.0, 0.0),
         "refused": {
-            "jit(grad(relu_py))": "TracerBoolConversionError",
-            "vmap(relu_py)": "TracerBoolConversionError",
-            "grad(checkpoint(relu_py))": "TracerBoolConversionError",
+            name: "TracerBoolConversionError"
+            for name in (
+                "jit(grad(relu_py))",
+                "vmap(relu_py)",
+                "vmap(grad(relu_py))",  # jax-ml/jax#14245
+                "vmap(grad(relu_py)), disable_jit",  # no jit, still traced
+                "grad(checkpoint(relu_py))",
+            )
         },
     }
+    # relu's slope per example: 1 where x > 0, 0 elsewhere, for [3, -2]
+    assert g["vmap_grad_fixes"] == [[1.0, 0.0], [1.0, 0.0]]
     errors = raised(book, "transforms")
     assert {"NonConcreteBooleanIndexError", "UnexpectedTracerError"} <= set(errors)
     assert g["sum_positive"] == (5.0, 5.0)  # 2 + 3, the positives of the signal
@@ -91,7 +98,6 @@ def test_model_in_the_open_and_counts(book):
     assert "defmse_loss(params,x,y):" in code
     assert "defexample_loss(params,x,y):" in code
     assert "jax.grad(mse_loss)" in code
-    assert isinstance(g["step_n_ops"], int) and g["step_n_ops"] > 5
     first, last = g["fit_losses"]
     assert last < 0.1 * first
     assert g["package_linear_same"] is True and g["loop_equals_vmap"] is True
@@ -164,7 +170,6 @@ def test_retrace_exercise(book):
     """Weak and strong float32 scalars are different cache keys: four traces."""
     g = glued(book, "transforms")
     assert g["retrace_types"] == ["~float32[]", "float32[]", "float32[2]", "~int32[]"]
-    assert g["normalize_traces"] == ["l1", "l2"]
 
 
 def test_jaxpr_source_lines(book):
@@ -188,6 +193,7 @@ def test_nested_jit(book):
     assert n["inner traces"] == 1
     assert n["inner equations"] == ["inner", "inner"]  # outer_a is inner(inner(x))
     assert n["compiled"] == ["jit(inner)", "jit(outer_a)", "jit(outer_b)"]
+    assert n["lowered calls to inner"] == 2  # JAX lowers calls; XLA inlines
     assert n["sines in outer_a"] == 2 and n["calls in outer_a"] == 0
 
 
@@ -237,20 +243,43 @@ def test_jaxpr_repeats_compiled_once(book):
     assert r["ratio_terms"]["compiled"] == r["ratio_named"]["compiled"] == (1, 1)
 
 
-def test_slice_and_staticmethod(book):
-    """A slice is refused as a static argument on the book's Python; a tuple of its
-    bounds traces once for equal values. jit over staticmethod is refused; the
-    other order works from the class and an instance."""
+def test_slice_and_methods(book):
+    """A slice is refused as a static argument on the book's Python 3.11. A method's
+    self is refused as an array, goes stale when static and mutated, and works as a
+    pytree; jit over staticmethod is refused, the other order works."""
     g = glued(book, "transforms")
-    s = g["slice_static"]
-    assert s["python"] == ("3", "11")  # slices are hashable from Python 3.12
-    assert s["slice"] == "TypeError: unhashable type: 'slice'"
-    assert s["tuple"] == list(range(6))[slice(1, 3)]
-    assert s["tuple traces"] == 1
+    try:  # the book's Python (3.11) has no hash for a slice; 3.12 has one
+        hash(slice(1, 3))
+        no_hash = None
+    except TypeError as err:
+        no_hash = f"{type(err).__name__}: {err}"
+    assert g["slice_refused"] == no_hash
     # The cache key: a new object whose equality is identity traces on every call,
     # an equal tuple once.
     assert g["static_key_traces"] == {"Bounds": 3, "tuple": 1}
     assert g["static_obj_traces"] == 3 and g["static_tuple_traces"] == 1
-    m = g["staticmethod_jit"]
-    assert m["refused"] == "staticmethod arguments are not supported"
-    assert m["swapped"] == (2 * 3.0, 2 * 3.0)
+    m = g["method_self"]
+    assert m["plain"].endswith("<class '__main__.Plain'>")
+    # Flag(True) doubles 3.0; mutated to False it should return 3.0 but the
+    # program cached for the same (identity-keyed) self still doubles.
+    assert m["static self"] == (2 * 3.0, 3.0)
+    assert m["pytree"] == (1.0 * 3.0, 1)  # scale 1 after the update, one trace
+    assert m["staticmethod"] == ("staticmethod arguments are not supported", 6.0)
+
+
+def test_staged_api_and_numerics(book):
+    """jit(chain).trace(spec).lower().compile(): the jaxpr has chain's 4 operations per
+    round, and XLA's cost_analysis counts the add and mul as flops, the sin and cos
+    as transcendentals, per element. Compiled log(exp(x)) is x; eager overflows."""
+    g = glued(book, "transforms")
+    rounds, n = 10, 10_000  # chain's loop and the length of `big`
+    assert g["staged_chain"] == {
+        "equations": 4 * rounds,
+        "flops": float(2 * rounds * n),
+        "transcendentals": float(2 * rounds * n),
+    }
+    eager, jitted = g["log_exp_pair"]  # each value as str(float)
+    with np.errstate(over="ignore"):  # exp(100) overflows float32
+        expected = np.log(np.exp(np.float32([3.0, 100.0])))
+    assert eager == [str(float(v)) for v in expected]
+    assert jitted == ["3.0", "100.0"]  # log(exp(x)) == x, with no overflow
