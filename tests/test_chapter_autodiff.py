@@ -314,3 +314,16 @@ def test_autodiff_compiles_at_level_0_but_the_timed_jacobians(book):
     assert 'DEFAULT_LEVEL={"xla_backend_optimization_level":3}' in code
     assert "jax.jit(jac(fn),compiler_options=DEFAULT_LEVEL)" in code
     assert 'benchmark(programs["tall","jacrev"],x10' in code
+
+
+def test_autodiff_custom_rules_in_loops_and_under_vmap(book):
+    """jax-ml/jax#4673, #3964, #2511: a custom_vjp in loops and under grad of scan,
+    a PRNG key in a custom_jvp under vmap both ways, and jit(vmap(det)) with its grad."""
+    g = glued(book, "autodiff")
+    text = page_text(book, "autodiff")
+    # Three square roots are a ** (1/8); its derivative at 2, by hand.
+    assert float(g["root8_grad"]) == pytest.approx(2.0 ** (-7 / 8) / 8, abs=2e-6)
+    for key in ("root8_grad", "key_vmap_diff", "det_vmap_err"):
+        assert g[key] in text
+    for thread in ("4673", "3964", "2511"):
+        assert f"jax-ml/jax#{thread}" in text

@@ -284,3 +284,23 @@ def test_solver_loop_in_one_program(book):
     jac = (16 * 16) ** 2 * 4  # a (256, 256) float32 Jacobian, by hand
     assert g["newton_jac"] == format_bytes(jac)
     assert g["newton_temp_loop"] == format_bytes(g["newton_temp_bytes"])
+
+
+def test_bounded_while_residuals_and_expm_grad(book):
+    """jax-ml/jax#8239: a scan of conds stores residuals for every step up to the
+    bound, and jax.checkpoint on the body stores only the carry; jax-ml/jax#2129:
+    grad of vmap(expm) runs, no while in expm's jaxpr."""
+    g = glued(book, "control_flow")
+    text = page_text(book, "control_flow")
+    # The loop h <- sin(tanh(h)) / 2 from linspace(-1, 1, 16) until max |h| <= 1e-3,
+    # counted in float64 here.
+    h, steps = np.linspace(-1.0, 1.0, 16), 0
+    while np.abs(h).max() > 1e-3:
+        h, steps = np.sin(np.tanh(h)) / 2, steps + 1
+    assert g["bounded_steps"] == steps < 100
+    assert float(g["bounded_ratio"]) == pytest.approx(2.0, abs=0.01)
+    assert g["expm_loops"] == "cond and scan"
+    for key in ("bounded_steps", "bounded_ratio", "bounded_remat", "expm_loops", "expm_grad_rel"):
+        assert str(g[key]) in text
+    for thread in ("8239", "2129"):
+        assert f"jax-ml/jax#{thread}" in text
