@@ -358,6 +358,22 @@ def page_text(book: BuiltBook, chapter: str) -> str:
     return _page_text(_stamp(book.html / f"{chapter}.html"))
 
 
+@functools.lru_cache(maxsize=64)
+def _prose_text(stamp: tuple[str, int, int]) -> str:
+    soup = BeautifulSoup(str(_soup(stamp)), "html.parser")  # a copy: callers share _soup's
+    for cell in soup.select("div.cell"):
+        cell.decompose()
+    return " ".join(soup.get_text(" ").split())
+
+
+def prose_text(book: BuiltBook, chapter: str) -> str:
+    """The prose of a chapter's page, without its code cells (their code and outputs),
+    its whitespace collapsed: what a retired sentence (a chapter test's ``RETIRED``) is
+    looked for in, so that an output that happens to print the same words does not
+    count."""
+    return _prose_text(_stamp(book.html / f"{chapter}.html"))
+
+
 def images(book: BuiltBook, chapter: str) -> list[Tag]:
     """The images of a chapter's cell outputs (BeautifulSoup tags: read them, do not
     change them, as every caller shares them)."""

@@ -233,9 +233,6 @@ def test_fate_sharing_through_heartbeats(book):
     # At least a second (the 3 s heartbeat timeout).
     assert float(g["heartbeat_lag"]) >= 1
     # The false claims of old must not come back.
-    text = page_text(book, "multiprocess")
-    assert "wait forever in" not in text and "others wait forever" not in text
-    assert "cannot communicate" not in text
 
 
 def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
@@ -292,8 +289,6 @@ def test_failures_heartbeats_do_not_cover_and_no_machine_paths(book):
         "process 1: killed (SIGKILL)",
     ]
     assert float(g["hang_caught"]) > 0
-    text = page_text(book, "multiprocess")
-    assert "is already in use" not in text  # the book's own launcher error is gone
     # No output shows where the build ran: no absolute path, no runner frame.
     for cell in code_cells(book):
         for out in cell.get("outputs", []):
@@ -333,3 +328,13 @@ def test_other_launchers_in_one_paragraph(book):
     assert not any("concurrent.futures" in source(c) for c in code_cells(book))
     page = source_of_page(book)
     assert "mesh-transformer-jax/issues/187" in page and "JaxTrainer" in page
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "wait forever in": "cut in 0ae1f01: multiprocess: fresh mkdtemp folder and relative names; each...",
+    "others wait forever": "cut in 0ae1f01: multiprocess: fresh mkdtemp folder and relative names; each...",
+    "cannot communicate": "a sentence a review found wrong or unbacked",
+    "is already in use": "the book's own launcher error is gone",
+}

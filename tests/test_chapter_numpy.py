@@ -140,7 +140,6 @@ def test_kernel_accounting(book):
     # XLA's sin alone against the jitted chain that contains it (same rounds).
     check_verdict(g["sin_vs_chain"], k["jit(chain)"], k["jit(jnp.sin)"])
     assert g["sin_vs_chain"] in text
-    assert "cannot say" not in text
     # The dispatch estimate is the chain's operation count times one small call.
     assert seconds(g["dispatch_total"]) == pytest.approx(
         g["horner_n_ops"] * seconds(g["small_jit"]), rel=0.02
@@ -175,7 +174,6 @@ def test_verdicts(book):
     busy = float(g["build_load"]) > g["cpu_cores"]
     assert ("busy machine" in g["load_note"]) == busy
     assert g["load_note"] in text and "ten or more" not in text
-    assert "mallopt" not in text
 
 
 def test_one_operation(book):
@@ -457,3 +455,11 @@ def test_list_index_and_subnormals(book):
     assert sub["jit x*1"] == tiny.tolist()
     assert (tiny * 2 < np.finfo(np.float32).smallest_normal).all()  # subnormal
     assert sub["x*1 compiled has a multiply"] is False
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "cannot say": "cut in 8b9d0ca: numpy: read the one-op table with a donated jit(x*0.5) row; decide...",
+    "mallopt": "cut in 9c31b81: numpy: verdicts only where IQRs separate, busy-machine note; NumPy...",
+}

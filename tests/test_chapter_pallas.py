@@ -208,12 +208,7 @@ def test_retired_digressions_are_gone(g, text):
         assert key not in g
     # the docstring's flag aside (vmem_doc_flag), cut: a digression
     retired += ("vmem_doc_flag",)
-    assert "scoped_vmem_limit_kib" not in text
-    for aside in ("VJPHiPrimitive", "0.11.0.dev", "flash_fwd_bnth", "cuBLASLt matmul itself"):
-        assert aside not in text
     # the XLA flag's and the scoped-VMEM PRs' history, and "only when"
-    for aside in ("tensorflow/tensorflow#55351", "but only when"):
-        assert aside not in text
     # cut for length (review r39): padded bounds, int32 fills, shard_map's check_vma,
     # scalar prefetch, emit_pipeline over two cores, the Mosaic GPU matmul, the
     # two-core matmul, the schedule figure, forward mode through program_id
@@ -487,3 +482,16 @@ def test_h100_bench_paragraph_cut(g, text):
     """The measured H100 matmul against the per-tile floor: cut (review r46)."""
     for key in ("h100_matmul_share", "h100_xla_us", "h100_tile_matmul", "h100_runs"):
         assert key not in g
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "scoped_vmem_limit_kib": "cut in 5b8171b: pallas: r43 fixes: Triton deprecation and tokamax per the 0.11.0...",
+    "VJPHiPrimitive": "cut in c610ed3: pallas: cost_estimate facts counted in the ops sources; cuBLASLt...",
+    "0.11.0.dev": "cut in c610ed3: pallas: cost_estimate facts counted in the ops sources; cuBLASLt...",
+    "flash_fwd_bnth": "cut in c610ed3: pallas: cost_estimate facts counted in the ops sources; cuBLASLt...",
+    "cuBLASLt matmul itself": "cut in c610ed3: pallas: cost_estimate facts counted in the ops sources; cuBLASLt...",
+    "tensorflow/tensorflow#55351": "the XLA flag's and the scoped-VMEM PRs' history, and \"only when\"",
+    "but only when": "the XLA flag's and the scoped-VMEM PRs' history, and \"only when\"",
+}

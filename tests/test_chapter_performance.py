@@ -108,10 +108,6 @@ def test_time_per_scope(book):
     low, high = g["alone_rate_range"].split(" to ")
     assert float(low) <= float(high) == pytest.approx(float(g["phase_peak"]), abs=1)
     assert float(g["step_over_products"]) > 0
-    text = page_text(book, CH)
-    assert "far below the" not in text
-    assert "where the wide matmuls are YNNPACK fusions" not in text
-    assert "one operation below the rate of its neighbours" not in text
 
 
 def test_what_to_look_for(book):
@@ -154,11 +150,7 @@ def test_mixed_precision(book):
     assert g["mp_f32_precision"] == {"DEFAULT": int(g["mp_bwd_dots"])}
     # Weight gradients hold bfloat16 numbers; biases (added in float32) do not.
     assert g["mp_grad_bf16"] == f"{len(SIZES) - 1} of {len(SIZES) - 1}"
-    assert "for the forward and backward passes" not in text
-    assert "bfloat16 compute, float32" not in text
     # The memory: the recipe's float32 tanh and JAX's converts, not XLA:CPU alone.
-    assert "XLA:CPU's own doing" not in text
-    assert "need not repeat" not in text
     f32_tmp, mp_tmp, out_tmp = (g[k] for k in ("train_tmp_f32", "train_tmp_mp", "train_tmp_out"))
     # The compiled steps' [4096, 512] arrays by dtype: the bfloat16-results step has as
     # many float32 ones as the float32 step (XLA:CPU widens its bf16 dots), and two bf16.
@@ -173,8 +165,6 @@ def test_mixed_precision(book):
     assert len({f32_tmp, mp_tmp, out_tmp}) == 3
     assert g["kept_out_total"] != g["kept_f32_total"]
     text = page_text(book, CH)
-    assert "widening happens inside the matmul fusions" not in text
-    assert "its fastest" not in text and "errors near 1e-3" not in text
     # GPU overlap needs the latency-hiding scheduler, off by default there.
     assert text.count("--xla_gpu_enable_latency_hiding_scheduler=true") >= 2
     assert "gpu_performance_tips" in book.page(CH)
@@ -244,7 +234,6 @@ def test_collective_matmul(book):
     assert float(g["cm_permute_us"]) > 0 and float(g["cm_matmul_us"]) > 0
     # The listing is a dependency order; the page claims no execution order.
     text = page_text(book, CH)
-    assert "in the order they will run" not in text
     assert "shard_map.html" in book.page(CH) and "XLA Ops" in text
 
 
@@ -373,13 +362,9 @@ def test_level0_and_no_reviewer_hedges(book):
     g = glued(book, CH)
     text = page_text(book, CH)
     assert g["level0_same"][0] is True  # level 0: the default's HLO too
-    assert "LLVM optimising the machine code. Its" not in text
-    for hedge in ("not a claim", "rank nothing", "output, not", "not ranked", "rough guide"):
-        assert hedge not in text, hedge
     # A Python for under jit is unrolled, not run once.
     assert "any loop under" not in text and "unrolling the loop" in text
     # The hiding condition is the matmul's time, whichever roofline bounds it.
-    assert "only when each device" not in text
     assert "whichever roofline" in text
 
 
@@ -458,9 +443,6 @@ def test_review34_fixes(book):
     """The page's step time; the review-39 cuts leave their sections' answers."""
     g = glued(book, CH)
     assert float(g["step_ms_best"]) > 0
-    text = page_text(book, CH)
-    assert "copied it and printed" not in text
-    assert "lists `0` as the" not in text
 
 
 def test_profile_reading_tightened(book):
@@ -486,7 +468,6 @@ def test_profile_reading_tightened(book):
     assert float(g["naive_ratio"]) == pytest.approx(int(g["cm_n_dev"]), abs=0.01)
     assert g["memory_top"] == format_bytes(512 * 512 * 4)
     text = page_text(book, CH)
-    assert "need not cover all of its work" not in text
     assert "1 microbatches" not in text and "1 iterations" not in text
 
 
@@ -517,16 +498,11 @@ def test_runtime_overlap_and_review_fixes(book):
     """Review r33: the CPU overlap is the runtime's (larger blocks overlap with the same
     schedule), the memory table's units, the retired sentences."""
     g = glued(book, CH)
-    text = page_text(book, CH)
     assert int(g["cm_n_dev"]) == 8
-    assert "the schedule has no window" not in text
     assert "thunk_executor.cc" in bookcheck.parsed_page(book, CH).decode()
     # The float32 step's temporaries, by hand: that many f32 [4096, 512] buffers.
     bufs = int(g["train_tmp_f32_bufs"])
     assert g["train_tmp_f32"] == format_bytes(bufs * 4096 * 512 * 4)
-    assert "arrays are back" not in text
-    assert "stores what the list says" not in text
-    assert "choose other kernels for a transposed operand" not in text
 
 
 def test_review_r43_fixes(book):
@@ -535,6 +511,37 @@ def test_review_r43_fixes(book):
     g = glued(book, CH)
     assert g["train_wide_mp"] == g["train_wide"]["mixed step"][0]
     assert float(g["cure_busy_ms"]) > 0
-    text = page_text(book, CH)
-    assert "pins it across backends" not in text and "7550" not in text
-    assert "only compiles quicker" not in text
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "far below the": "cut in 9689f69: performance: MultiSteps totals, bf16 activations recipe, GPU...",
+    "where the wide matmuls are YNNPACK fusions": "cut in c911cf6: performance: the cold review's FALSE sentences fixed (compile...",
+    "one operation below the rate of its neighbours": "a sentence a review found wrong or unbacked",
+    "for the forward and backward passes": "cut in cb71172: performance: mixed-precision backward dtypes shown from JAX's...",
+    "bfloat16 compute, float32": "cut in cb71172: performance: mixed-precision backward dtypes shown from JAX's...",
+    "XLA:CPU's own doing": "The memory: the recipe's float32 tanh and JAX's converts, not XLA:CPU alone.",
+    "need not repeat": "The memory: the recipe's float32 tanh and JAX's converts, not XLA:CPU alone.",
+    "widening happens inside the matmul fusions": "a sentence a review found wrong or unbacked",
+    "its fastest": "cut in c911cf6: performance: the cold review's FALSE sentences fixed (compile...",
+    "errors near 1e-3": "cut in c911cf6: performance: the cold review's FALSE sentences fixed (compile...",
+    "in the order they will run": "cut in cb71172: performance: mixed-precision backward dtypes shown from JAX's...",
+    "LLVM optimising the machine code. Its": "cut in cb71172: performance: mixed-precision backward dtypes shown from JAX's...",
+    "not a claim": "cut in 13402b0: performance: takeaway states the matmul-time hiding condition; lax...",
+    "rank nothing": "a sentence a review found wrong or unbacked",
+    "output, not": "cut in 13402b0: performance: takeaway states the matmul-time hiding condition; lax...",
+    "not ranked": "cut in a0ad27e: performance: r34 remaining items: dW2 remedy and LLVM-level...",
+    "rough guide": "cut in 13402b0: performance: takeaway states the matmul-time hiding condition; lax...",
+    "only when each device": "The hiding condition is the matmul's time, whichever roofline bounds it.",
+    "copied it and printed": "a sentence a review found wrong or unbacked",
+    "lists `0` as the": "cut in 907ece3: performance: review r39, 20% shorter (3257 -> 2605 lines)",
+    "need not cover all of its work": "cut in 2445018: performance: backward cotangents rounded to bf16 (grads checked),...",
+    "the schedule has no window": "cut in afd43e6: performance: review r33 fixes",
+    "arrays are back": "cut in afd43e6: performance: review r33 fixes",
+    "stores what the list says": "cut in afd43e6: performance: review r33 fixes",
+    "choose other kernels for a transposed operand": "a sentence a review found wrong or unbacked",
+    "pins it across backends": "cut in 2b0ef9d: performance: dot-algorithm preset run on CPU (BF16_BF16_F32...",
+    "7550": "cut in 2b0ef9d: performance: dot-algorithm preset run on CPU (BF16_BF16_F32...",
+    "only compiles quicker": "cut in 2b0ef9d: performance: dot-algorithm preset run on CPU (BF16_BF16_F32...",
+}

@@ -84,7 +84,6 @@ def test_sharding_matmul_cases(book):
 
 
 def test_sharding_explicit_and_memory(book):
-    text = page_text(book, "sharding")
     g = glued(book, "sharding")
     assert "ShardingTypeError" in [e.name for e in errors(book, "sharding")]
     # Traced once for two calls: the prints ran once, as the prose says.
@@ -98,7 +97,6 @@ def test_sharding_explicit_and_memory(book):
         "sum": "pinned_host",
         "index": "memory_space",
     }
-    assert "computing on one outside such a move fails" not in text
     # The same indexing under jit is a dynamic_slice of the host array and stays on the
     # host; so do dynamic_index_in_dim and the thread's one-device eager a[0].
     assert g["index_kinds"] == ["pinned_host"] * 3
@@ -141,7 +139,6 @@ def test_sharding_uneven(book):
     assert g["uneven_block"] == f"{per_device}×4"
     assert g["uneven_padded"] == 8 * per_device
     assert g["uneven_gather_bytes"] == per_device * 4 * F32
-    assert "dropped" not in text and "silently" not in text
     # The device_put error shows its reason (its claim), not a prefix cut inside
     # memory_kind.
     assert "memory_ki..." not in text
@@ -222,3 +219,11 @@ def test_sharding_shuffle(book):
     g = glued(book, "sharding")
     assert "all-gather" in g["old_split_kinds"]
     assert set(g["old_split_kinds"]) <= {"all-gather", "collective-permute"}
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "dropped without a word": "review FALSE: the compiled program pads, computes per device, then all-gathers",
+    "computing on one outside such a move fails": "cut in ea92c73: sharding (issue 21): host-memory sentence corrected (arithmetic...",
+}

@@ -77,12 +77,11 @@ def test_training(book):
     assert float(g["dp_worst"]) <= 1e-4 and re.fullmatch(r"\d\.\de-\d\d", g["dp_worst"])
     assert g["dp_tol"] == "0.0001" and g["dp_steps"] == "50"
     # The pmean trap is taught once, in the pmap chapter: no repeat here.
-    assert "times too large\n" not in text and "pmean inside the loss" not in text
+    assert "times too large\n" not in text
     # The checkpoint wrapper lives in jaxguide.checkpoints (the orbax calls are shown);
     # the unreproduced deadlock claim is gone.
     assert "jaxguide.checkpoints wraps these same two calls" in text
     assert "ocp.args.StandardRestore(like) gives orbax the structure" in text
-    assert "rendezvous" not in text
     # Asynchronous dispatch: per-call medians, split by ready on return; the
     # split's counts add up to the 15 calls, and the prose reads both splits.
     assert g["big_split"] in text and g["step_split"] in text
@@ -112,7 +111,6 @@ def test_training(book):
     steps = float(g["queue_last_steps"])  # the last 40 calls' time in steps, from rounded glue
     assert abs(float(g["queue_last_ms"]) / float(g["queue_step_ms"]) - steps) <= 0.05 * steps + 1
     # The 2019 history dropdown is gone.
-    assert "in 2019" not in text
     # The first step compiles, and the prose says so.
     assert "first_step_seconds" in text and "it compiles the step" in text
     # orbax's V1 API is named and linked beside the V0 manager the page uses.
@@ -133,7 +131,6 @@ def test_training(book):
     # NNX writes the advanced dropout stream back: one Dropout called twice per step,
     # for the steps the NNX model was saved after.
     assert g["dropout_keys"] == 2 * g["nnx_restored"]["optimiser step"]
-    assert "two dropout layers" not in text
     # The optax recipe: warmup then cosine (values by hand), the schedule's count in the
     # state, and donation aliasing every byte of parameters + optimiser state.
     assert g["lr_points"] == ["0.0e+00", "1.5e-03", "3.0e-03", "1.5e-03", "3.0e-05"]
@@ -276,3 +273,13 @@ def test_training_orbax_folders_and_nnx_partition(book, tmp_path):
     # Resuming from another folder, and optax.partition with NNX labels.
     assert "StandardCheckpointer" in text and "map_state" in text
     assert "partition" in text and g["nnx_partition_wrapped"] in text
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "pmean inside the loss": "The pmean trap is taught once, in the pmap chapter: no repeat here.",
+    "rendezvous": "cut in 741c8ee: Issue 21 (scaling, training, multiprocess): the 100x roofline...",
+    "in 2019": "The 2019 history dropdown is gone.",
+    "two dropout layers": "cut in f85243a: training: checked values via jaxguide.claim (donation, clipping,...",
+}

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import re
 
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from bookcheck import ROOT, executed_chapters, glued, parsed_page, toc_parts
+from bookcheck import ROOT, executed_chapters, glued, parsed_page, prose_text, toc_parts
 from claimcheck import TRUE, claim_conditions, restatements
 from jaxguide_build.staleness import code_of
 
@@ -257,3 +258,38 @@ def num(g, key):
         (23, "b", "== 4.0"),
         (25, "remat", "> ('glues', '(0.9*G(full))')"),
     ]
+
+
+# --- Sentences taken out of a page stay out ------------------------------------------
+# Each chapter test may keep a RETIRED dict of sentences removed from its page (false,
+# unbacked, or cut), each with why; they are looked for in the page's prose only, so an
+# output that prints the same words does not count.
+
+
+def _retired(chapter: str) -> dict[str, str]:
+    if not (ROOT / "tests" / f"test_chapter_{chapter}.py").exists():
+        return {}
+    return dict(getattr(importlib.import_module(f"test_chapter_{chapter}"), "RETIRED", {}))
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("chapter", executed_chapters())
+def test_retired_sentences_stay_out_of_the_prose(book, chapter):
+    retired = _retired(chapter)
+    if not retired:
+        pytest.skip(f"{chapter} retires no sentence")
+    assert all(isinstance(why, str) and why for why in retired.values()), "say why"
+    text = prose_text(book, chapter)
+    back = [f"{sentence!r} ({why})" for sentence, why in retired.items() if sentence in text]
+    assert not back, f"retired sentences are back in book/{chapter}.md: {back}"
+
+
+@pytest.mark.book
+def test_prose_text_leaves_out_code_cells(book):
+    """The reader of retired sentences sees prose, not code or outputs: the start of the
+    page's first code cell is on the page but not in its prose."""
+    page = parsed_page(book, "numpy")
+    code = " ".join(page.select_one("div.cell div.cell_input").get_text(" ").split())[:40]
+    assert len(code) == 40 and code in " ".join(page.get_text(" ").split())
+    assert code not in prose_text(book, "numpy")
+    assert "jax.numpy" in prose_text(book, "numpy")
