@@ -148,7 +148,7 @@ def test_sharding_timing_glued(book):
     text = page_text(book, "sharding")
     g = glued(book, "sharding")
     assert re.search(rf"share its {g['shard_cores']} CPU cores", text)
-    # jax-ml/jax#21411: 2 devices (no core shared on 2 cores) and 8, each verdict
+    # jax-ml/jax#21411: 2 devices against 1, and a+1 (the call alone) on 1, 2, 8; verdicts
     # read from the medians the table prints; no reading of the remainder.
     keys = ("weak_2_vs_1", "weak_call_8_vs_1", "weak_call_2_vs_1")
     for key in (*keys, "weak_big_2_vs_alone"):
