@@ -206,6 +206,16 @@ def test_intensity_and_the_compiled_check(book):
     assert float(g["pos_same_cost"].split()[0]) * 2**10 > 2 * 2 * 128 * KV_TOY * HD_TOY * 4
 
 
+def test_head_major_cache(book):
+    """Either layout's step at batch 4 reads its donated keys and values (2 x 4 x 4 x
+    128 x 8 float32 numbers) at least once; a copy count is a count."""
+    g = glued(book, CHAPTER)
+    for key in ("hm_bytes_4", "bs_bytes_4"):
+        value, unit = g[key].split()
+        assert unit == "KiB" and float(value) >= 2 * 4 * 4 * 128 * 8 * 4 / 2**10
+    assert isinstance(g["bs_copies_1"], int) and g["bs_copies_1"] >= 0
+
+
 def test_critical_batch_by_hand(book):
     g = glued(book, CHAPTER)
     assert number(g["ratio_v5e"]) == round(V5E[0] / V5E[1])
@@ -265,22 +275,6 @@ def test_step_time_kernel_by_kernel(book):
     assert "at 1,024 sequences" not in page_text(book, CHAPTER)
 
 
-def test_time_to_first_token(book):
-    """A 1,024-token prefill's matmuls, all its tokens at once: compute-bound."""
-    g = glued(book, CHAPTER)
-    (f, b), (af, ab) = parts(32, 1024, 1)
-    # The output head (D x VOCAB) on the last position only: 1,023 rows fewer.
-    f_last, b_last = f - 1023 * 2 * D * VOCAB, b - 1023 * 2 * VOCAB
-    for key, (peak, hbm) in (("ttft_h100", H100), ("ttft_v5e", V5E)):
-        assert f_last / peak > b_last / hbm
-        last = max(f_last / peak, b_last / hbm) + max(af / peak, ab / hbm)
-        assert number(g[key]) == pytest.approx(1e3 * last, abs=0.05)
-    every = step_time(1024, 1, *H100)
-    assert number(g["ttft_h100_all"]) == pytest.approx(1e3 * every, abs=0.05)
-    saved = every / (number(g["ttft_h100"]) / 1e3) - 1
-    assert number(g["ttft_head_saved"]) == pytest.approx(saved, abs=0.01)
-
-
 def test_tokens_per_second_from_bytes(book):
     g = glued(book, CHAPTER)
     kernels, norms, tables = sizes(32)
@@ -299,12 +293,16 @@ def test_tokens_per_second_from_bytes(book):
     assert g["hbm_fit"] == fit
     assert number(g["tps_int8"]) == pytest.approx(int8, rel=0.005)
     assert number(g["int8_speedup"]) == pytest.approx(int8 / number(g["tps_1"]), rel=0.01)
+    # At the critical batch with 4,096 cached tokens, attention's bytes dominate the
+    # step and the arithmetic units are busy a small share of it.
+    crit = round(critical(*H100))
+    (mm_f, _), (att_f, att_b) = parts(32, crit, 4096)
+    step = step_time(crit, 4096, *H100)
+    assert number(g["busy_4096"]) == pytest.approx((mm_f + att_f) / H100[0] / step, abs=0.005)
+    assert number(g["att_share_4096"]) == pytest.approx(att_b / H100[1] / step, abs=0.005)
     # An int8 cache with a bf16 scale per (layer, K or V, position, kv head).
     per_seq = kv_bytes(32, 4096, 8, 128, 1) + 2 * 2 * 32 * 4096 * 8
     assert g["kv_fit_int8"] == (H100_HBM - 2 * (kernels + norms + tables)) // per_seq
-    # The first exercise: a 32-slot cache, fewer bytes than the whole-cache step.
-    assert g["short_cache_bytes"].endswith("KiB")
-    assert float(g["short_cache_bytes"].split()[0]) < float(g["pos_same_cost"].split()[0])
 
 
 def test_int8_weights(book):
@@ -400,3 +398,12 @@ def test_full_model_weights_cover_its_matrices(book):
     d, kv, mlp, vocab, layers = 4096, 1024, 14_336, 128_256, 32
     matrices = vocab * d + layers * (2 * d * d + 2 * d * kv + 2 * d * mlp)
     assert 2 * matrices <= float(value) * 2**30 * 1.005 < 4 * matrices
+
+
+#: Sentences taken out of this chapter's prose, and why: they must not come back
+#: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
+RETIRED = {
+    "that would keep the H100's arithmetic busy": "false (r48): at 4,096 cached tokens "
+    "attention dominates; the critical batch only makes the weight matmuls compute-bound",
+    "traced (so compiled)": "unclear (r48): the cell only lowers it",
+}
