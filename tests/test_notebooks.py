@@ -198,6 +198,7 @@ def test_every_cell_the_page_hides_is_collapsed_in_colab(chapter):
             assert tags & HIDES_CODE, f"{chapter}: a check in a visible cell: {head}"
         if tags & HIDES_CODE:
             assert colab["metadata"].get("cellView") == "form", (chapter, head)
+            assert colab["metadata"].get("jupyter") == {"source_hidden": True}, (chapter, head)
             assert shown.startswith("# @title "), (chapter, head)
 
 

@@ -367,7 +367,7 @@ class Converter:
                 title = "Hidden in the book (double-click to show the code)"
         if title:
             cell.source = f"# @title {title}" + ' { display-mode: "form" }\n' + cell.source
-            cell.metadata["cellView"] = "form"
+            fold(cell)
         return cell
 
 
@@ -427,8 +427,16 @@ def quiet_cell(keys: list[str]) -> nbformat.NotebookNode:
         "import jaxguide.page\n\n"
         + (f"jaxguide.page.show_only([\n{listed}])" if keys else "jaxguide.page.show_only([])")
     )
-    cell.metadata["cellView"] = "form"
+    fold(cell)
     return cell
+
+
+def fold(cell: nbformat.NotebookNode) -> None:
+    """Fold a cell's code away where the notebook is opened: Colab shows a form with the
+    cell's title (``cellView``), Jupyter a collapsed input (``jupyter.source_hidden``);
+    the output shows in both."""
+    cell.metadata["cellView"] = "form"
+    cell.metadata["jupyter"] = {"source_hidden": True}
 
 
 #: The form title of :func:`quiet_cell`.
