@@ -256,6 +256,8 @@ def test_fsdp_remat_on_the_gpt(book):
     assert peaks["loop"] == g["big_table"]["FSDP"]["peak"]
     assert peaks["scan, remat"] < peaks["scan"] < peaks["loop"] < peaks["loop, remat"]
     assert g["fsdp_scan_remat_peak"] == format_bytes(peaks["scan, remat"])
+    # The scanned step computes the loop's loss (at this page's width).
+    assert float(g["scan_same_loss"]) > 0
 
 
 def test_created_sharded(book):
@@ -322,8 +324,8 @@ def test_checkpoint_across_meshes(book):
 
 
 def test_figures(book):
-    # The weight under each strategy, loss curves, bytes.
-    assert len(images(book, "scaling")) >= 3
+    # The weight under each strategy.
+    assert len(images(book, "scaling")) >= 1
 
 
 def test_replicated_and_split_arrays_restore_together(book):
@@ -455,4 +457,28 @@ def test_cost_analysis_counts_a_loop_body_once(book):
     assert g["whole_flops"].endswith(" GFLOP")
     # Two layers of the 100x GPT, as a scan: its bodies counted once too.
     assert g["fsdp_scan_gflop"].endswith(" GFLOP")
-    assert all(o.startswith("f32[") for o in g["both_tables"].split(", "))
+    # jax-ml/jax#19822 with the thread's value_and_grad: the whole-function
+    # checkpoint recomputes the forward pass; under grad JAX drops that pass
+    # before XLA (fewer dots in the StableHLO).
+    vg = g["vg_whole"]
+    assert vg["flops"]["whole function"] > 1.3 * vg["flops"]["no checkpoint"]
+    assert vg["temps"]["whole function"] >= vg["temps"]["no checkpoint"]
+    assert g["vg_whole_temp"] == format_bytes(vg["temps"]["whole function"])
+    grad_dots, vg_dots = map(int, g["whole_hlo_dots"].split(" against "))
+    assert grad_dots < vg_dots
+
+
+def test_reduce_scatter_and_explicit_init(book):
+    """ZeRO-2's gradient sum as a compiled reduce-scatter (shard_map +
+    psum_scatter): 7/8 of the gradient sent, half the all-reduce; on an
+    Explicit mesh jax.jit(tx.init) places the moments like the parameters."""
+    g = glued(book, "scaling")
+    n_params = int(g["n_params"].replace(",", ""))
+    assert g["rs_sent"] == format_bytes(7 / 8 * 4 * n_params)
+    assert g["explicit_init"] == "P(('data', 'model'), None)"
+
+
+RETIRED = {
+    "XLA removed the recomputation": "review r48 FALSE: under jax.grad JAX drops the unused "
+    "forward pass before XLA; with the thread's value_and_grad the recomputation stays",
+}
