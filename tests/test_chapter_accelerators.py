@@ -95,3 +95,24 @@ def test_cpu_specific_outputs_and_predictions(book):
     text = page_text(book, "accelerators")
     assert "GPU only" in text and "75%" in text
     assert (ROOT / "bench" / "accelerator_check.py").is_file()
+
+
+def test_precision_and_fit(book):
+    import ml_dtypes
+    import numpy as np
+
+    g = glued(book, "accelerators")
+    # Operands rounded to bfloat16 (a TPU's one pass), multiplied exactly: the median
+    # relative difference from float32, on a matrix of the page's kind (numpy, float64).
+    m = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+    exact = m.astype(np.float64) @ m.astype(np.float64)
+    r = m.astype(ml_dtypes.bfloat16).astype(np.float64)
+    median = float(np.median(np.abs(r @ r - exact) / np.abs(exact)))
+    assert float(g["rel_bf16"]) == pytest.approx(median, rel=0.3)
+    assert float(g["rel_tf32"]) < float(g["rel_bf16"]) / 4  # 3 more mantissa bits
+    # The step's arguments (w and x) and its output (the new w), counted by hand.
+    value, unit = g["fit_need"].split()
+    scale = {"MiB": 2**20, "GiB": 2**30}[unit]
+    floor = ((16384 + 4096) * 16384 + 16384**2) * 4
+    assert float(value) * scale >= floor * 0.99
+    assert float(value) * scale < 0.75 * hardware.chip("H100 SXM").hbm_bytes
