@@ -23,8 +23,8 @@ from bookcheck import THREAD
 from jaxguide_build.environment import ROOT
 
 # Floors: the bank as it was reached. Raise them as it grows; a lost entry fails here.
-MIN_ENTRIES = 500
-MIN_ANSWERED = 450
+MIN_ENTRIES = 520
+MIN_ANSWERED = 469
 MIN_PER_TOPIC = 8
 
 TARGET = re.compile(r"^\(([\w-]+)\)=\s*$", re.M)  # a MyST target, as `(sharding-uneven)=`
