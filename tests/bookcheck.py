@@ -27,6 +27,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -192,7 +193,16 @@ def should_output(cell: dict) -> bool:
         tree = ast.parse(source(cell))
     except SyntaxError:
         return True
-    for node in ast.walk(tree):
+
+    def outside_definitions(node: ast.AST) -> Iterator[ast.AST]:
+        """The nodes of ``node`` that run when the cell runs: not a function's or a
+        class's body, which only a later call runs."""
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                yield child
+                yield from outside_definitions(child)
+
+    for node in outside_definitions(tree):
         if isinstance(node, ast.Call):
             f = node.func
             name = (

@@ -96,6 +96,9 @@ def test_should_output():
     assert not should_output(code("x = 1"))
     assert not should_output(code("glue('a', 1)"))
     assert not should_output(code("print(1)", tags=["remove-output"]))
+    # A print inside a definition runs only when a later cell calls it.
+    assert not should_output(code("def show(t):\n    print(t)"))
+    assert should_output(code("def show(t):\n    print(t)\n\nshow(1)\nprint(2)"))
 
 
 def test_a_built_page_is_parsed_once_per_build(tmp_path, monkeypatch):
