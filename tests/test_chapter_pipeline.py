@@ -314,6 +314,7 @@ def test_one_f_one_b_on_a_time_axis(book):
 
 
 RETIRED = {
+    "five that `gelu`'s `tanh` approximation needs": "review r49 FALSE: four are for gelu's derivative, the fifth is gelu's output (down's weight gradient)",
     "all fall on the last stage": "r48: with jnp.where every stage computes the head "
     "(lm_flops: each device runs it; the anchors' batch split runs 1/p)",
     "could start its sum early": "r48 UNBACKED: no GPU run shows XLA:GPU keeping dW3's "

@@ -279,8 +279,14 @@ def test_retired_sentences_stay_out_of_the_prose(book, chapter):
     if not retired:
         pytest.skip(f"{chapter} retires no sentence")
     assert all(isinstance(why, str) and why for why in retired.values()), "say why"
-    text = prose_text(book, chapter)
-    back = [f"{sentence!r} ({why})" for sentence, why in retired.items() if sentence in text]
+    # Compared without whitespace and backticks: the page's text puts spaces around
+    # inline code (`gelu`'s reads "gelu 's"), which a sentence written in MyST has not.
+    text = re.sub(r"\s", "", prose_text(book, chapter))
+    back = [
+        f"{sentence!r} ({why})"
+        for sentence, why in retired.items()
+        if re.sub(r"[\s`]", "", sentence) in text
+    ]
     assert not back, f"retired sentences are back in book/{chapter}.md: {back}"
 
 
