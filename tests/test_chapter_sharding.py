@@ -152,7 +152,8 @@ def test_sharding_timing_glued(book):
     # read from the medians the table prints; no reading of the remainder.
     keys = ("weak_2_vs_1", "weak_call_8_vs_1", "weak_call_2_vs_1")
     for key in (*keys, "weak_big_2_vs_alone"):
-        assert re.fullmatch(VERDICT, g[key]) and g[key] in text, key
+        verdict = rf"(?:{VERDICT}|not measurably different from)"
+        assert re.fullmatch(verdict, g[key]) and g[key] in text, key
     assert "weak_reading" not in g and "2 devices, 100 each" in text
 
 
@@ -227,6 +228,7 @@ def test_sharding_shuffle(book):
 #: Sentences taken out of this chapter's prose, and why: they must not come back
 #: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
 RETIRED = {
+    "of the 2-device row's extra time": "review r49 UNBACKED: a ratio of two noisy differences (it read -259% in one run)",
     "dropped without a word": "review FALSE: the compiled program pads, computes per device, then all-gathers",
     "a core per device": "review r48 UNBACKED: the fixed cost of a multi-device call, timed with a + 1, explains #21411",
     "is no scatter but gathers the whole array all the same": "review r48: a dynamic_update_slice along an unsplit dimension (a KV cache) sends nothing",
