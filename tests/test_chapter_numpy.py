@@ -481,6 +481,7 @@ def test_page_faults(book):
 #: Sentences taken out of this chapter's prose, and why: they must not come back
 #: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
 RETIRED = {
+    "Python-side checks of the arguments": "review r49 FALSE: a cached jit call checks its arguments in C++",
     "cannot say": "cut in 8b9d0ca: numpy: read the one-op table with a donated jit(x*0.5) row; decide...",
     "mallopt": "cut in 9c31b81: numpy: verdicts only where IQRs separate, busy-machine note; NumPy...",
     "freshly mapped for them": "r48: unbacked; NumPy's page faults depend on allocator history",

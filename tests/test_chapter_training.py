@@ -92,20 +92,12 @@ def test_training(book):
     assert "big_return_us" not in g and "step_return_us" not in g
     # The host's cost per array is measured: identities over 1, the step's and 100 arrays.
     assert g["identity_sizes"] == [1, g["step_arrays"], 100]
-    # The host's part is bounded by the calls that returned before their result was
-    # ready: the share is their return over their ready time, as the glued text reads.
+    # The calls that returned before their result: when they returned, against the
+    # step's median (no bound on host work: XLA:CPU may start the program inline).
     bound = g["step_host_bound"]
     assert bound in flat
-    m = re.search(
-        r"median ([\d,]+) µs: at least that much of the step's median ([\d,]+) µs "
-        r"\((\d+)%\)",
-        bound,
-    )
-    if m:
-        ret, rdy = (float(v.replace(",", "")) for v in m.groups()[:2])
-        assert abs(int(m.group(3)) - 100 * ret / rdy) <= 1 + 100 * 0.01 * ret / rdy
-    else:
-        assert "every call ran inline" in bound
+    m = re.search(r"median ([\d,]+) µs of the step's median ([\d,]+) µs", bound)
+    assert m or "every call ran inline" in bound
     assert 0 <= g["step_done_on_return"] <= 15
     # The dispatch queue: the glued times of its last calls agree with each other.
     steps = float(g["queue_last_steps"])  # the last 40 calls' time in steps, from rounded glue
@@ -278,6 +270,8 @@ def test_training_orbax_folders_and_nnx_partition(book, tmp_path):
 #: Sentences taken out of this chapter's prose, and why: they must not come back
 #: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
 RETIRED = {
+    "has done only host work by then": "review r49 FALSE: XLA:CPU may run the start of a program before the call returns",
+    "cannot show it). A NumPy step": "review r49 FALSE: the read waits for the queued step on one CPU device too",
     "pmean inside the loss": "The pmean trap is taught once, in the pmap chapter: no repeat here.",
     "rendezvous": "cut in 741c8ee: Issue 21 (scaling, training, multiprocess): the 100x roofline...",
     "in 2019": "The 2019 history dropdown is gone.",
