@@ -493,6 +493,7 @@ def test_h100_bench_paragraph_cut(g, text):
 #: Sentences taken out of this chapter's prose, and why: they must not come back
 #: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
 RETIRED = {
+    "with blocks that follow the rules above; on a GPU": "review r50 FALSE: the flash kernels bf16 dots are refused for a TPU without preferred_element_type",
     "it a product of bfloat16 tiles is bfloat16": "review r49 FALSE on a TPU: Mosaic refuses a bf16 dot without a 32-bit accumulator",
     "scoped_vmem_limit_kib": "cut in 5b8171b: pallas: r43 fixes: Triton deprecation and tokamax per the 0.11.0...",
     "VJPHiPrimitive": "cut in c610ed3: pallas: cost_estimate facts counted in the ops sources; cuBLASLt...",
