@@ -308,6 +308,7 @@ def test_bounded_while_residuals_and_expm_grad(book):
 #: Sentences taken out of this chapter's prose, and why: they must not come back
 #: (tests/test_chapters.py looks for each in the page's prose, not its outputs).
 RETIRED = {
+    "is as cheap only while no step reads it back": "review r50 FALSE: stored bytes, not run time (the backward pass copies the history)",
     "Its squarings are a `fori_loop` with a fixed bound": "review r49 FALSE: expm's squarings are a scan with a cond per step",
     "Neither form wins everywhere": "cut in b5ee692: control_flow: r3 review fixes",
 }
